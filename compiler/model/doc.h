@@ -1,0 +1,63 @@
+// A located document tree: what the YAML and JSON readers produce and the
+// decoder consumes. It is the only generic tree in kpc; no yaml-cpp or nlohmann
+// type leaves the readers. Every node and every mapping key carries its Pos so
+// that any field can be reported as FILE:LINE:COL.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/support/diag.h"
+#include "compiler/support/source.h"
+
+namespace kpc {
+
+struct DocNode {
+  enum class Kind : uint8_t { Null, Bool, Int, Float, String, Seq, Map };
+  struct Key {
+    std::string name;
+    Pos pos;
+  };
+
+  Kind kind = Kind::Null;
+  Pos pos;
+  std::string text;             ///< scalars: the value (strings unescaped; numbers as written)
+  std::vector<DocNode> items;   ///< Seq: elements; Map: values (parallel to keys)
+  std::vector<Key> keys;        ///< Map only
+
+  bool is_map() const { return kind == Kind::Map; }
+  bool is_seq() const { return kind == Kind::Seq; }
+  bool is_null() const { return kind == Kind::Null; }
+  bool is_scalar() const { return kind != Kind::Seq && kind != Kind::Map; }
+  /// Map lookup by key; nullptr when absent (or when this is not a map).
+  const DocNode* get(std::string_view key) const;
+  /// Position of a key in a map (the node's own position if absent).
+  Pos key_pos(std::string_view key) const;
+  /// Number of nodes in this subtree (used to bound alias expansion).
+  size_t subtree_size() const;
+};
+
+const char* kind_name(DocNode::Kind k);
+
+/// The second occurrence of a repeated key in a map, or nullptr. O(n log n).
+const DocNode::Key* find_duplicate_key(const DocNode& map);
+
+/// Limits that keep hostile input bounded (issue 2: alias bombs, deep nesting, huge files).
+struct ReadLimits {
+  size_t max_depth = 64;               ///< Kubernetes objects nest < 20 deep
+  size_t max_nodes = 50'000'000;       ///< total nodes per file, after alias expansion
+  size_t max_alias_nodes = 1'000'000;  ///< nodes created by alias expansion per file
+};
+
+/// Parses one JSON value. On error reports E0011/E0012 and returns false.
+bool read_json(const SourceManager& sm, uint32_t file, const ReadLimits& limits, DocNode* out,
+               DiagSink& diags);
+
+/// Parses a YAML stream (one or more documents). On error reports E0010/E0012/E0013/E0014
+/// and returns false. Empty documents are dropped.
+bool read_yaml(const SourceManager& sm, uint32_t file, const ReadLimits& limits,
+               std::vector<DocNode>* out, DiagSink& diags);
+
+}  // namespace kpc

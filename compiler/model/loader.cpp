@@ -1,0 +1,318 @@
+#include "compiler/model/loader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <tuple>
+
+#include "compiler/model/decode.h"
+#include "compiler/support/text.h"
+
+namespace kpc {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct KindInfo {
+  const char* kind;
+  const char* api_version;
+};
+constexpr KindInfo kKinds[] = {
+    {"Service", "v1"},
+    {"EndpointSlice", "discovery.k8s.io/v1"},
+    {"Node", "v1"},
+    {"KubeProxyConfiguration", "kubeproxy.config.k8s.io/v1alpha1"},
+    {"NodeEnvironment", "kpc.dev/v1alpha1"},
+};
+
+std::string where(const SourceManager& sm, Pos p) {
+  if (!p.known()) return "<unknown>";
+  return sm.name(p.file) + ":" + std::to_string(p.line) + ":" + std::to_string(p.col);
+}
+
+class SnapshotBuilder {
+ public:
+  SnapshotBuilder(const SourceManager& sm, Snapshot* out, DiagSink& diags) : sm_(sm), out_(out), diags_(diags) {}
+
+  void document(const DocNode& doc) {
+    ++out_->documents;
+    if (!doc.is_map()) {
+      diags_.report(DiagCode::NotAnObject, doc.pos, "", "", std::string("expected an object, got ") + kind_name(doc.kind));
+      return;
+    }
+    const DocNode* kind = doc.get("kind");
+    const DocNode* api = doc.get("apiVersion");
+    if (!kind || kind->kind != DocNode::Kind::String || !api || api->kind != DocNode::Kind::String) {
+      diags_.report(DiagCode::MissingKind, doc.pos, "", "", "document has no string `apiVersion` and `kind`");
+      return;
+    }
+    const std::string& k = kind->text;
+    if (k == "List" || (k.size() > 4 && k.ends_with("List") && doc.get("items"))) {
+      const DocNode* items = doc.get("items");
+      if (!items || items->is_null()) return;
+      if (!items->is_seq()) {
+        diags_.report(DiagCode::WrongType, items->pos, "List", "items", "expected list");
+        return;
+      }
+      for (const auto& item : items->items) {
+        if (item.is_map() && !item.get("kind") && k != "List") {
+          // Typed lists (ServiceList) may omit kind/apiVersion on items.
+          DocNode copy = item;
+          copy.keys.push_back({"kind", item.pos});
+          copy.items.push_back(DocNode{DocNode::Kind::String, item.pos, k.substr(0, k.size() - 4), {}, {}});
+          copy.keys.push_back({"apiVersion", item.pos});
+          copy.items.push_back(DocNode{DocNode::Kind::String, item.pos, api->text, {}, {}});
+          object(copy, k.substr(0, k.size() - 4), api->text);
+          continue;
+        }
+        document_in_list(item);
+      }
+      return;
+    }
+    object(doc, k, api->text);
+  }
+
+  void finish() {
+    check_duplicates(out_->services, "Service");
+    check_duplicates(out_->slices, "EndpointSlice");
+    check_duplicates(out_->nodes, "Node");
+    check_service_conflicts();
+  }
+
+ private:
+  void document_in_list(const DocNode& item) {
+    if (!item.is_map()) {
+      diags_.report(DiagCode::NotAnObject, item.pos, "", "", std::string("List item: expected an object, got ") + kind_name(item.kind));
+      return;
+    }
+    const DocNode* kind = item.get("kind");
+    const DocNode* api = item.get("apiVersion");
+    if (!kind || kind->kind != DocNode::Kind::String || !api || api->kind != DocNode::Kind::String) {
+      diags_.report(DiagCode::MissingKind, item.pos, "", "", "List item has no string `apiVersion` and `kind`");
+      return;
+    }
+    if (kind->text == "List") {
+      diags_.report(DiagCode::NotAnObject, item.pos, "", "", "nested List objects are not supported");
+      return;
+    }
+    object(item, kind->text, api->text);
+  }
+
+  void object(const DocNode& obj, const std::string& kind, const std::string& api) {
+    const KindInfo* info = nullptr;
+    for (const auto& k : kKinds)
+      if (kind == k.kind) info = &k;
+    if (!info) {
+      ++out_->skipped_kinds[printable(kind.substr(0, 80))];
+      return;
+    }
+    if (api != info->api_version) {
+      diags_.report(DiagCode::UnsupportedVersion, obj.get("apiVersion")->pos, kind, "apiVersion",
+                    "\"" + api + "\" is not supported; kpc reads " + info->api_version);
+      return;
+    }
+    if (kind == "Service") {
+      Service s;
+      if (decode_service(obj, &s, diags_)) out_->services.push_back(std::move(s));
+    } else if (kind == "EndpointSlice") {
+      EndpointSlice s;
+      if (decode_endpoint_slice(obj, &s, diags_)) out_->slices.push_back(std::move(s));
+    } else if (kind == "Node") {
+      Node n;
+      if (decode_node(obj, &n, diags_)) out_->nodes.push_back(std::move(n));
+    } else if (kind == "KubeProxyConfiguration") {
+      single(obj, kind, out_->config.present, out_->config.pos);
+      ProxyConfig c;
+      if (decode_proxy_config(obj, &c, diags_)) out_->config = std::move(c);
+    } else {
+      single(obj, kind, out_->env.present, out_->env.pos);
+      NodeEnvironment e;
+      if (decode_node_environment(obj, &e, diags_)) out_->env = std::move(e);
+    }
+  }
+
+  void single(const DocNode& obj, const std::string& kind, bool present, Pos first) {
+    if (!present) return;
+    Diagnostic d{DiagCode::MultipleConfigs, obj.pos, kind, "", "only one " + kind + " may be given", {}};
+    d.notes.push_back("the first one is at " + where(sm_, first));
+    diags_.report(std::move(d));
+  }
+
+  template <typename T>
+  void check_duplicates(std::vector<T>& objs, const char* kind) {
+    std::stable_sort(objs.begin(), objs.end(), [](const T& a, const T& b) {
+      return std::tie(a.meta.ns, a.meta.name) < std::tie(b.meta.ns, b.meta.name);
+    });
+    for (size_t i = 1; i < objs.size(); ++i) {
+      if (objs[i].meta.ns != objs[i - 1].meta.ns || objs[i].meta.name != objs[i - 1].meta.name) continue;
+      Diagnostic d{DiagCode::DuplicateObject, objs[i].meta.pos, std::string(kind) + " " + objs[i].meta.key(), "",
+                   "defined more than once", {}};
+      d.notes.push_back("also defined at " + where(sm_, objs[i - 1].meta.pos));
+      diags_.report(std::move(d));
+    }
+  }
+
+  void check_service_conflicts() {
+    std::map<IPAddr, const Service*> ips;
+    std::map<std::pair<int32_t, Protocol>, const Service*> node_ports;
+    for (const auto& s : out_->services) {
+      for (size_t i = 0; i < s.cluster_ips.size(); ++i) {
+        auto [it, fresh] = ips.emplace(s.cluster_ips[i], &s);
+        if (fresh || it->second == &s) continue;
+        Diagnostic d{DiagCode::ClusterIPConflict, s.meta.fields.at("spec.clusterIP"), "Service " + s.meta.key(),
+                     "spec.clusterIPs[" + std::to_string(i) + "]",
+                     s.cluster_ips[i].str() + " is already allocated to Service " + it->second->meta.key(), {}};
+        if (!d.pos.known()) d.pos = s.meta.pos;
+        d.notes.push_back("allocated at " + where(sm_, it->second->meta.pos));
+        diags_.report(std::move(d));
+      }
+      for (size_t i = 0; i < s.ports.size(); ++i) {
+        const auto& p = s.ports[i];
+        if (p.node_port == 0) continue;
+        auto [it, fresh] = node_ports.emplace(std::pair{p.node_port, p.protocol}, &s);
+        if (fresh || it->second == &s) continue;
+        Diagnostic d{DiagCode::NodePortConflict, p.pos, "Service " + s.meta.key(),
+                     "spec.ports[" + std::to_string(i) + "].nodePort",
+                     std::to_string(p.node_port) + "/" + protocol_name(p.protocol) +
+                         " is already allocated to Service " + it->second->meta.key(), {}};
+        d.notes.push_back("allocated at " + where(sm_, it->second->meta.pos));
+        diags_.report(std::move(d));
+      }
+    }
+  }
+
+  const SourceManager& sm_;
+  Snapshot* out_;
+  DiagSink& diags_;
+};
+
+bool looks_like_json(const std::string& name, const std::string& text) {
+  if (name.ends_with(".json")) return true;
+  size_t i = text.find_first_not_of(" \t\r\n");
+  return i != std::string::npos && (text[i] == '{' || text[i] == '[') && !name.ends_with(".yaml") &&
+         !name.ends_with(".yml");
+}
+
+// Parses one registered file into documents; false on a syntax/limit error.
+bool parse_file(const SourceManager& sm, uint32_t file, const LoadOptions& opts, std::vector<DocNode>* docs,
+                DiagSink& diags) {
+  const std::string& text = sm.text(file);
+  size_t bad = 0;
+  if (!is_clean_text(text, &bad)) {
+    unsigned char c = static_cast<unsigned char>(text[bad]);
+    std::string what = c == 0 ? "a NUL byte" : c < 0x80 ? "a control character" : "invalid UTF-8";
+    diags.report(DiagCode::BinaryInput, sm.position(file, bad), "", "", "input contains " + what + "; expected YAML or JSON text");
+    return false;
+  }
+  if (looks_like_json(sm.name(file), text)) {
+    DocNode root;
+    if (!read_json(sm, file, opts.limits, &root, diags)) return false;
+    docs->push_back(std::move(root));
+    return true;
+  }
+  return read_yaml(sm, file, opts.limits, docs, diags);
+}
+
+bool load_registered(const std::vector<uint32_t>& files, const LoadOptions& opts, SourceManager& sm, Snapshot* out,
+                     DiagSink& diags) {
+  SnapshotBuilder builder(sm, out, diags);
+  for (uint32_t f : files) {
+    std::vector<DocNode> docs;
+    if (!parse_file(sm, f, opts, &docs, diags)) continue;
+    for (const auto& d : docs) builder.document(d);
+  }
+  builder.finish();
+  diags.sort_and_dedup();
+  return !diags.has_errors();
+}
+
+}  // namespace
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, DiagSink& diags) {
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      std::vector<std::string> found;
+      for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator();
+           it.increment(ec)) {
+        auto ext = it->path().extension().string();
+        if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json"))
+          found.push_back(it->path().string());
+      }
+      if (ec) diags.report(DiagCode::IoError, {}, "", "", p + ": " + ec.message());
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else {
+      out.push_back(p);
+    }
+  }
+  return out;
+}
+
+bool load_snapshot(const std::vector<std::string>& paths, const LoadOptions& opts, SourceManager& sm, Snapshot* out,
+                   DiagSink& diags) {
+  std::vector<uint32_t> files;
+  for (const auto& path : expand_inputs(paths, diags)) {
+    std::error_code ec;
+    bool is_stdin = path == "-";
+    if (!is_stdin) {
+      auto size = fs::file_size(path, ec);
+      if (ec) {
+        diags.report(DiagCode::IoError, {}, "", "", path + ": " + ec.message());
+        continue;
+      }
+      if (size > opts.max_input_size) {
+        diags.report(DiagCode::InputTooLarge, {}, "", "",
+                     path + ": " + std::to_string(size) + " bytes exceeds the limit of " +
+                         std::to_string(opts.max_input_size) + " (--max-input-size)");
+        continue;
+      }
+    }
+    std::ifstream in;
+    if (!is_stdin) in.open(path, std::ios::binary);
+    std::istream& s = is_stdin ? std::cin : in;
+    if (!is_stdin && !in) {
+      diags.report(DiagCode::IoError, {}, "", "", path + ": cannot open");
+      continue;
+    }
+    // Read in chunks and stop at the limit, so a pipe cannot make us buffer without bound.
+    std::string text;
+    char buf[1 << 16];
+    while (s.read(buf, sizeof buf) || s.gcount() > 0) {
+      text.append(buf, static_cast<size_t>(s.gcount()));
+      if (text.size() > opts.max_input_size) break;
+    }
+    if (text.size() > opts.max_input_size) {
+      diags.report(DiagCode::InputTooLarge, {}, "", "", (is_stdin ? "<stdin>" : path) + ": exceeds the limit of " +
+                                                             std::to_string(opts.max_input_size) + " bytes (--max-input-size)");
+      continue;
+    }
+    files.push_back(sm.add(is_stdin ? "<stdin>" : path, std::move(text)));
+  }
+  if (files.empty() && !diags.has_errors()) diags.report(DiagCode::NoInput, {}, "", "", "no input files");
+  if (diags.has_errors()) {
+    // Still parse what we could read, so every error is reported in one run.
+    load_registered(files, opts, sm, out, diags);
+    return false;
+  }
+  return load_registered(files, opts, sm, out, diags);
+}
+
+bool load_snapshot_text(const std::vector<std::pair<std::string, std::string>>& files, const LoadOptions& opts,
+                        SourceManager& sm, Snapshot* out, DiagSink& diags) {
+  std::vector<uint32_t> ids;
+  for (const auto& [name, text] : files) {
+    if (text.size() > opts.max_input_size) {
+      diags.report(DiagCode::InputTooLarge, {}, "", "", name + ": exceeds the limit of " + std::to_string(opts.max_input_size) + " bytes");
+      continue;
+    }
+    ids.push_back(sm.add(name, text));
+  }
+  bool ok = load_registered(ids, opts, sm, out, diags);
+  return ok && !diags.has_errors();
+}
+
+}  // namespace kpc

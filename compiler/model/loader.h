@@ -1,0 +1,35 @@
+// The snapshot loader: files and directories of kubectl-style YAML/JSON in,
+// one validated, sorted Snapshot out (or located diagnostics). Accepts
+// multi-document YAML, single objects and `kind: List` (YAML or JSON); every
+// file given together forms one snapshot. This is the model module's entry point.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/model/doc.h"
+#include "compiler/model/objects.h"
+#include "compiler/support/diag.h"
+#include "compiler/support/source.h"
+
+namespace kpc {
+
+struct LoadOptions {
+  size_t max_input_size = 64u << 20;  ///< bytes per file; larger files are rejected (E0002)
+  ReadLimits limits;
+};
+
+/// Loads and validates paths (files, or directories scanned recursively for
+/// *.yaml, *.yml, *.json in name order). Returns false if any error was reported.
+/// Warnings may be reported on success.
+bool load_snapshot(const std::vector<std::string>& paths, const LoadOptions& opts, SourceManager& sm,
+                   Snapshot* out, DiagSink& diags);
+
+/// Same, for in-memory text (tests, fuzzers, stdin). name is used in diagnostics.
+bool load_snapshot_text(const std::vector<std::pair<std::string, std::string>>& files, const LoadOptions& opts,
+                        SourceManager& sm, Snapshot* out, DiagSink& diags);
+
+/// Expands directories into their snapshot files. Reports E0001 for unreadable paths.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, DiagSink& diags);
+
+}  // namespace kpc

@@ -1,0 +1,198 @@
+#include "compiler/support/net.h"
+
+#include <cstdio>
+
+namespace kpc {
+namespace {
+
+// Parses dotted-quad IPv4 into out[0..3].
+bool parse_v4(std::string_view s, bool sloppy, uint8_t* out, bool* leading_zero) {
+  int part = 0;
+  size_t i = 0;
+  while (part < 4) {
+    size_t start = i;
+    unsigned v = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - start < 4) v = v * 10 + static_cast<unsigned>(s[i++] - '0');
+    size_t n = i - start;
+    if (n == 0 || n > 3 || v > 255) return false;
+    if (n > 1 && s[start] == '0') {
+      if (!sloppy) return false;
+      *leading_zero = true;
+    }
+    out[part++] = static_cast<uint8_t>(v);
+    if (part < 4) {
+      if (i >= s.size() || s[i] != '.') return false;
+      ++i;
+    }
+  }
+  return i == s.size();
+}
+
+int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool parse_v6(std::string_view s, uint8_t* out) {
+  uint16_t groups[8] = {};
+  int n = 0, gap = -1;
+  size_t i = 0;
+  if (s.substr(0, 2) == "::") {
+    gap = 0;
+    i = 2;
+    if (i == s.size()) goto done;
+  } else if (!s.empty() && s[0] == ':') {
+    return false;
+  }
+  for (;;) {
+    if (n == 8) return false;
+    size_t start = i;
+    unsigned v = 0;
+    while (i < s.size() && hexval(s[i]) >= 0 && i - start < 5) v = v * 16 + static_cast<unsigned>(hexval(s[i++]));
+    if (i == start || i - start > 4) return false;
+    if (i < s.size() && s[i] == '.') return false;  // embedded IPv4 (mapped/compat): rejected
+    groups[n++] = static_cast<uint16_t>(v);
+    if (i == s.size()) break;
+    if (s[i] != ':') return false;
+    ++i;
+    if (i < s.size() && s[i] == ':') {
+      if (gap >= 0) return false;
+      gap = n;
+      ++i;
+      if (i == s.size()) break;
+    } else if (i == s.size()) {
+      return false;
+    }
+  }
+done:
+  if (gap < 0 && n != 8) return false;
+  if (gap >= 0 && n == 8) return false;
+  {
+    uint16_t full[8] = {};
+    if (gap < 0) {
+      for (int k = 0; k < 8; ++k) full[k] = groups[k];
+    } else {
+      for (int k = 0; k < gap; ++k) full[k] = groups[k];
+      int tail = n - gap;
+      for (int k = 0; k < tail; ++k) full[8 - tail + k] = groups[gap + k];
+    }
+    for (int k = 0; k < 8; ++k) {
+      out[2 * k] = static_cast<uint8_t>(full[k] >> 8);
+      out[2 * k + 1] = static_cast<uint8_t>(full[k] & 0xFF);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<IPAddr> IPAddr::parse(std::string_view s, bool sloppy, ParseInfo* info) {
+  IPAddr a;
+  if (s.find(':') != std::string_view::npos) {
+    a.family = IPFamily::V6;
+    if (!parse_v6(s, a.bytes.data())) return std::nullopt;
+    return a;
+  }
+  bool lz = false;
+  if (!parse_v4(s, sloppy, a.bytes.data(), &lz)) return std::nullopt;
+  if (info) info->leading_zero = lz;
+  return a;
+}
+
+IPAddr IPAddr::v4(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+  IPAddr ip;
+  ip.bytes[0] = a, ip.bytes[1] = b, ip.bytes[2] = c, ip.bytes[3] = d;
+  return ip;
+}
+
+bool IPAddr::is_loopback() const {
+  if (family == IPFamily::V4) return bytes[0] == 127;
+  for (int i = 0; i < 15; ++i)
+    if (bytes[i]) return false;
+  return bytes[15] == 1;
+}
+
+bool IPAddr::is_unspecified() const {
+  for (size_t i = 0; i < bit_length() / 8; ++i)
+    if (bytes[i]) return false;
+  return true;
+}
+
+std::string IPAddr::str() const {
+  char buf[64];
+  if (family == IPFamily::V4) {
+    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", bytes[0], bytes[1], bytes[2], bytes[3]);
+    return buf;
+  }
+  uint16_t g[8];
+  for (int k = 0; k < 8; ++k) g[k] = static_cast<uint16_t>(bytes[2 * k] << 8 | bytes[2 * k + 1]);
+  // Longest run of >= 2 zero groups becomes "::" (first one on ties), as Go and RFC 5952 do.
+  int best = -1, best_len = 1;
+  for (int k = 0; k < 8;) {
+    if (g[k] != 0) {
+      ++k;
+      continue;
+    }
+    int e = k;
+    while (e < 8 && g[e] == 0) ++e;
+    if (e - k > best_len) best = k, best_len = e - k;
+    k = e;
+  }
+  std::string out;
+  for (int k = 0; k < 8; ++k) {
+    if (k == best) {
+      out += "::";
+      k += best_len - 1;
+      continue;
+    }
+    if (!out.empty() && out.back() != ':') out += ':';
+    std::snprintf(buf, sizeof buf, "%x", g[k]);
+    out += buf;
+  }
+  return out;
+}
+
+std::optional<CIDR> CIDR::parse(std::string_view s, bool sloppy, IPAddr::ParseInfo* info, bool allow_bare) {
+  size_t slash = s.find('/');
+  if (slash == std::string_view::npos) {
+    if (!allow_bare) return std::nullopt;
+    auto a = IPAddr::parse(s, sloppy, info);
+    if (!a) return std::nullopt;
+    return CIDR::host(*a);
+  }
+  auto a = IPAddr::parse(s.substr(0, slash), sloppy, info);
+  if (!a) return std::nullopt;
+  std::string_view len = s.substr(slash + 1);
+  if (len.empty() || len.size() > 3) return std::nullopt;
+  unsigned v = 0;
+  for (char c : len) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (len.size() > 1 && len[0] == '0') return std::nullopt;
+  if (v > a->bit_length()) return std::nullopt;
+  return CIDR{*a, static_cast<uint8_t>(v)};
+}
+
+CIDR CIDR::masked() const {
+  CIDR c = *this;
+  for (size_t i = 0; i < 16; ++i) {
+    size_t bit0 = i * 8;
+    if (bit0 >= len) c.addr.bytes[i] = 0;
+    else if (bit0 + 8 > len) c.addr.bytes[i] &= static_cast<uint8_t>(0xFF << (8 - (len - bit0)));
+  }
+  return c;
+}
+
+bool CIDR::contains(const IPAddr& a) const {
+  if (a.family != addr.family) return false;
+  for (size_t i = 0; i < len; ++i)
+    if (a.bit(i) != addr.bit(i)) return false;
+  return true;
+}
+
+std::string CIDR::str() const { return masked().addr.str() + "/" + std::to_string(len); }
+
+}  // namespace kpc

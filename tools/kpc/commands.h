@@ -1,0 +1,17 @@
+// kpc's subcommands. Each registers its CLI11 options and returns the exit code
+// through a shared int: 0 ok/same, 1 differences found, 2 error (diff's convention).
+// The tool stays thin: option parsing and printing here, all work in the libraries.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kpc::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitDifferent = 1;
+constexpr int kExitError = 2;
+constexpr int kExitInternal = 3;  ///< a bug in kpc (never expected; tests fail on it)
+
+void add_validate(CLI::App& app, int& exit_code);
+
+}  // namespace kpc::cli
