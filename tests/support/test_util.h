@@ -1,0 +1,28 @@
+// Helpers shared by every test suite: repository paths, file I/O, and running
+// a command (kpc itself, or the real iptables tools) with its output captured.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kpc::test {
+
+/// Absolute path of a file in the source tree ("fixtures/example").
+std::string source_path(const std::string& relative);
+/// Absolute path of a built binary ("kpc").
+std::string bin_path(const std::string& name);
+
+std::string read_file(const std::string& path);
+void write_file(const std::string& path, const std::string& text);
+/// A fresh, empty temporary directory (removed by the OS; tests clean up best-effort).
+std::string temp_dir(const std::string& tag);
+
+struct CommandResult {
+  int exit_code = -1;  ///< -1 if the command could not run or was killed by a signal
+  std::string out;
+  std::string err;
+};
+/// Runs argv (no shell), feeding stdin_text, capturing stdout and stderr.
+CommandResult run(const std::vector<std::string>& argv, const std::string& stdin_text = "");
+
+}  // namespace kpc::test
