@@ -188,8 +188,9 @@ void decode_policies(const DocNode* spec, Service* svc, ObjectReader& r) {
   if (auto hc = r.integer(spec, "healthCheckNodePort", "spec.healthCheckNodePort", 0, 65535, DiagCode::PortOutOfRange)) {
     svc->health_check_node_port = static_cast<int32_t>(*hc);
     if (*hc != 0 && !(t == ServiceType::LoadBalancer && svc->external_traffic_policy == TrafficPolicy::Local))
-      r.error(DiagCode::FieldNotAllowed, spec->get("healthCheckNodePort")->pos, "spec.healthCheckNodePort",
-              "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'");
+      // The API server rejects this; kube-proxy ignores the value. Legacy objects have it.
+      r.error(DiagCode::WarnIgnoredValue, spec->get("healthCheckNodePort")->pos, "spec.healthCheckNodePort",
+              "only used when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'; ignored, as kube-proxy does");
   }
   if (auto a = r.enumeration(spec, "sessionAffinity", "spec.sessionAffinity", {"None", "ClientIP"}, DiagCode::InvalidEnum))
     svc->session_affinity = static_cast<SessionAffinity>(*a);
@@ -223,8 +224,10 @@ void check_type_rules(const DocNode* spec, Service* svc, ObjectReader& r) {
   bool node_ports_allowed = t == ServiceType::NodePort || t == ServiceType::LoadBalancer;
   for (size_t i = 0; i < svc->ports.size(); ++i)
     if (svc->ports[i].node_port != 0 && !node_ports_allowed)
-      r.error(DiagCode::FieldNotAllowed, svc->ports[i].pos, index_path("spec.ports", i) + ".nodePort",
-              "may not be used when `type` is 'ClusterIP'");
+      // Rejected by the API server for type ClusterIP, but kube-proxy serves the nodePort of
+      // any Service that has one (its unit tests rely on it), so kpc warns and compiles it.
+      r.error(DiagCode::WarnIgnoredValue, svc->ports[i].pos, index_path("spec.ports", i) + ".nodePort",
+              "the API server rejects a nodePort when `type` is 'ClusterIP'; kube-proxy still serves it");
 }
 
 }  // namespace

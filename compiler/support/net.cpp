@@ -171,7 +171,10 @@ std::optional<CIDR> CIDR::parse(std::string_view s, bool sloppy, IPAddr::ParseIn
     if (c < '0' || c > '9') return std::nullopt;
     v = v * 10 + static_cast<unsigned>(c - '0');
   }
-  if (len.size() > 1 && len[0] == '0') return std::nullopt;
+  if (len.size() > 1 && len[0] == '0') {
+    if (!sloppy) return std::nullopt;
+    if (info) info->leading_zero = true;
+  }
   if (v > a->bit_length()) return std::nullopt;
   return CIDR{*a, static_cast<uint8_t>(v)};
 }

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+
+#include "compiler/iptables/lower.h"
 
 namespace kpc::cli {
 
@@ -13,5 +16,11 @@ constexpr int kExitError = 2;
 constexpr int kExitInternal = 3;  ///< a bug in kpc (never expected; tests fail on it)
 
 void add_validate(CLI::App& app, int& exit_code);
+void add_compile(CLI::App& app, int& exit_code);
+
+/// Writes text to path atomically (temp file + rename), or to stdout for "" / "-".
+bool write_output(const std::string& path, const std::string& text);
+/// `--stats`: chains written/deleted, rules, bytes (to stderr).
+void print_stats(const iptables::SyncResult& r, size_t bytes);
 
 }  // namespace kpc::cli

@@ -1,0 +1,47 @@
+// Lowering: service ports + node context -> the iptables-restore program that
+// kube-proxy's iptables proxier writes (syncProxyRules), as ir::Program.
+// Mirrors kube-proxy's four output buffers (filter chains, filter rules, nat
+// chains, nat rules) so that the emission order is kube-proxy's.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/ir/program.h"
+#include "compiler/proxy/service_ports.h"
+
+namespace kpc::iptables {
+
+struct SyncOptions {
+  /// Partial sync (KEP-3453): the per-service chains (SVC/SVL/EXT/FW/SEP) are written
+  /// only for services in changed_services ("ns/name"). Everything else is always written.
+  bool partial = false;
+  std::set<std::string> changed_services;
+  /// Chains that exist in the kernel's nat table (from the prior state); per-service
+  /// chains among them that the new state does not use are flushed and deleted.
+  std::vector<std::string> existing_nat_chains;
+  /// Large-cluster mode also throttles stale-chain cleanup; false = clean up now.
+  bool skip_stale_cleanup = false;
+};
+
+struct SyncResult {
+  ir::Program program;
+  std::set<std::string> active_nat_chains;  ///< every per-service chain the state uses
+  bool large_cluster = false;
+  size_t total_endpoints = 0;
+  size_t filter_rules = 0;             ///< metric sync_proxy_rules_iptables_total{table=filter}
+  size_t nat_rules_written = 0;        ///< rule lines written (incl. -X)
+  size_t nat_rules_skipped = 0;        ///< rule lines of unchanged services not written
+  size_t deleted_chains = 0;
+  size_t no_local_endpoints_internal = 0;
+  size_t no_local_endpoints_external = 0;
+};
+
+/// kube-proxy's threshold: above this many endpoints, SEP/endpoint-rule comments are dropped.
+constexpr size_t kLargeClusterEndpointsThreshold = 1000;
+
+SyncResult lower_iptables(const std::vector<proxy::ServicePortInfo>& ports, const proxy::NodeContext& node,
+                          const SyncOptions& opts);
+
+}  // namespace kpc::iptables

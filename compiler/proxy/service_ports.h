@@ -1,0 +1,62 @@
+// Services and EndpointSlices as kube-proxy's change trackers see them for one
+// IP family (pkg/proxy/serviceport.go, endpointslicecache.go, topology.go):
+// one ServicePortInfo per (Service, port) with its endpoints merged from every
+// slice, sorted as kube-proxy sorts them, and categorised for the node.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/model/objects.h"
+#include "compiler/proxy/node_context.h"
+
+namespace kpc::proxy {
+
+struct EndpointInfo {
+  IPAddr ip;
+  int32_t port = 0;
+  std::string str;  ///< "ip:port" / "[ip]:port" (Go JoinHostPort)
+  bool ready = false, serving = false, terminating = false, local = false;
+  std::vector<std::string> zone_hints, node_hints;
+  bool has_zone(const std::string& z) const;
+  bool has_node(const std::string& n) const;
+};
+
+struct ServicePortInfo {
+  const Service* service = nullptr;  ///< origin, for diagnostics
+  std::string ns, name, port_name;
+  std::string spn;  ///< "ns/name:port" or "ns/name"
+  Protocol protocol = Protocol::TCP;
+  IPAddr cluster_ip;
+  int32_t port = 0;
+  int32_t node_port = 0;
+  std::vector<IPAddr> external_ips;
+  std::vector<IPAddr> lb_vips;
+  std::vector<CIDR> source_ranges;
+  bool external_policy_local = false;
+  bool internal_policy_local = false;
+  int32_t health_check_node_port = 0;
+  bool affinity_client_ip = false;
+  int32_t affinity_seconds = 0;
+  std::vector<EndpointInfo> endpoints;  ///< every endpoint of the port, sorted by str (byte order)
+
+  bool externally_accessible() const { return node_port != 0 || !lb_vips.empty() || !external_ips.empty(); }
+  bool uses_cluster_endpoints() const { return !internal_policy_local || externally_accessible(); }
+  bool uses_local_endpoints() const {
+    return internal_policy_local || (external_policy_local && externally_accessible());
+  }
+};
+
+/// All service ports of one family, sorted by (namespace, name, port name, protocol).
+std::vector<ServicePortInfo> build_service_ports(const Snapshot& snap, const NodeContext& node);
+
+/// The result of CategorizeEndpoints (pkg/proxy/topology.go).
+struct Categorized {
+  std::vector<const EndpointInfo*> cluster;
+  std::vector<const EndpointInfo*> local;
+  std::vector<const EndpointInfo*> all_reachable;  ///< endpoints that get KUBE-SEP chains
+  bool has_any = false;
+};
+Categorized categorize_endpoints(const ServicePortInfo& sp, const NodeContext& node);
+
+}  // namespace kpc::proxy

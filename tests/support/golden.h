@@ -1,0 +1,46 @@
+// Golden fixtures: discovery of fixtures/<case>/ (case.yaml + snapshot files +
+// expected/<backend>.restore), compiling a snapshot through the library, and
+// comparing with (or, with KPC_UPDATE_GOLDEN=1, rewriting) expected files.
+// A missing expected file is a failure unless updating. See docs/testing.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "compiler/driver/compile.h"
+
+namespace kpc::test {
+
+struct FixtureStep {
+  std::string dir;                     ///< absolute
+  std::vector<std::string> inputs;     ///< snapshot files of this step
+  std::string sync = "full";           ///< kube-proxy's sync kind at this step (full/partial)
+};
+
+struct FixtureCase {
+  std::string name;                    ///< directory name
+  std::string dir;                     ///< absolute
+  std::vector<std::string> backends;   ///< iptables / ip6tables
+  std::vector<FixtureStep> steps;      ///< one for single-snapshot cases
+};
+
+/// Every fixtures/<case>/ with a case.yaml, sorted by name.
+std::vector<FixtureCase> discover_fixtures();
+bool updating_golden();
+
+struct Compiled {
+  bool ok = false;
+  std::string text;
+  std::string diagnostics;
+  iptables::SyncResult sync;
+};
+Compiled compile_paths(const std::vector<std::string>& inputs, Backend backend, const iptables::SyncOptions& opts = {});
+Compiled compile_texts(const std::vector<std::pair<std::string, std::string>>& files, Backend backend,
+                       const iptables::SyncOptions& opts = {});
+
+/// Compares actual with the file at path (gtest failure with a line diff), or rewrites it when updating.
+void expect_golden(const std::string& path, const std::string& actual);
+/// A short unified-style diff of two texts (first differing lines with context).
+std::string line_diff(const std::string& expected, const std::string& actual);
+
+}  // namespace kpc::test

@@ -1,0 +1,48 @@
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "tools/kpc/commands.h"
+
+namespace kpc::cli {
+
+bool write_output(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return std::fflush(stdout) == 0;
+  }
+  // Write a sibling temp file and rename it: readers never see a partial program,
+  // and on any failure the target is left untouched.
+  std::string tmp = path + ".kpc-tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!out.flush()) {
+      std::fprintf(stderr, "error[E0001]: %s: cannot write\n", tmp.c_str());
+      std::filesystem::remove(tmp);
+      return false;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::fprintf(stderr, "error[E0001]: %s: %s\n", path.c_str(), ec.message().c_str());
+    std::filesystem::remove(tmp);
+    return false;
+  }
+  return true;
+}
+
+void print_stats(const iptables::SyncResult& r, size_t bytes) {
+  size_t chains = 0, rules = 0, deletes = 0;
+  for (const auto& t : r.program.tables)
+    for (const auto& op : t.ops) {
+      chains += op.kind == ir::OpKind::DeclareChain;
+      rules += op.kind == ir::OpKind::Append;
+      deletes += op.kind == ir::OpKind::DeleteChain;
+    }
+  std::fprintf(stderr, "chains written: %zu, chains deleted: %zu, rules: %zu, bytes: %zu, endpoints: %zu%s\n", chains,
+               deletes, rules, bytes, r.total_endpoints, r.large_cluster ? " (large-cluster mode)" : "");
+}
+
+}  // namespace kpc::cli
