@@ -1,6 +1,7 @@
 #include "compiler/driver/compile.h"
 
 #include "compiler/ir/printer.h"
+#include "compiler/proxy/change_tracker.h"
 #include "compiler/proxy/node_context.h"
 #include "compiler/proxy/service_ports.h"
 
@@ -12,8 +13,9 @@ std::optional<Backend> backend_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-std::optional<CompileResult> compile_iptables(const Snapshot& snap, Backend backend, const iptables::SyncOptions& opts,
-                                              DiagSink& diags) {
+namespace {
+
+std::optional<proxy::NodeContext> node_for(const Snapshot& snap, Backend backend, DiagSink& diags) {
   IPFamily family = backend_family(backend);
   auto node = proxy::build_node_context(snap, family, diags);
   if (!node) return std::nullopt;
@@ -26,10 +28,54 @@ std::optional<CompileResult> compile_iptables(const Snapshot& snap, Backend back
                      family_name(family) + " proxier");
     return std::nullopt;
   }
+  return node;
+}
+
+}  // namespace
+
+std::optional<CompileResult> compile_iptables(const Snapshot& snap, Backend backend, const iptables::SyncOptions& opts,
+                                              DiagSink& diags) {
+  auto node = node_for(snap, backend, diags);
+  if (!node) return std::nullopt;
   auto ports = proxy::build_service_ports(snap, *node);
   CompileResult r;
   r.sync = iptables::lower_iptables(ports, *node, opts);
-  r.text = ir::print_program(r.sync.program);
+  r.text = std::move(r.sync.text);
+  r.partial = opts.partial;
+  return r;
+}
+
+std::optional<CompileResult> compile_iptables_from_prior(const Snapshot& next, const Snapshot& prior, Backend backend,
+                                                         const PriorOptions& popts, DiagSink& diags) {
+  bool force_full = popts.force_full;
+  auto prior_node = node_for(prior, backend, diags);
+  auto next_node = node_for(next, backend, diags);
+  if (!prior_node || !next_node) return std::nullopt;
+  auto prior_ports = proxy::build_service_ports(prior, *prior_node);
+  auto next_ports = proxy::build_service_ports(next, *next_node);
+  // The kernel holds what the prior sync wrote; its per-service chains are what a
+  // stale-chain scan (iptables-save -t nat) would find.
+  iptables::SyncResult prior_sync = iptables::lower_iptables(prior_ports, *prior_node, {});
+  auto changes = proxy::compute_changes(prior, prior_ports, *prior_node, next, next_ports, *next_node);
+  iptables::SyncOptions opts;
+  opts.partial = !force_full && !changes.full_sync;
+  opts.changed_services = changes.services;
+  if (popts.existing_nat_chains)
+    opts.existing_nat_chains = *popts.existing_nat_chains;
+  else
+    opts.existing_nat_chains.assign(prior_sync.active_nat_chains.begin(), prior_sync.active_nat_chains.end());
+  opts.keep_ir = popts.keep_ir;
+  size_t endpoints = 0;
+  for (const auto& p : next_ports) endpoints += p.endpoints.size();
+  bool large = endpoints > iptables::kLargeClusterEndpointsThreshold;
+  opts.skip_stale_cleanup =
+      large && popts.since_last_cleanup && popts.since_last_cleanup->ns <= next.config.iptables.sync_period.ns;
+  CompileResult r;
+  r.sync = iptables::lower_iptables(next_ports, *next_node, opts);
+  r.text = std::move(r.sync.text);
+  r.partial = opts.partial;
+  r.full_sync_reason = force_full ? "a full sync was requested" : changes.full_sync_reason;
+  r.changed_services = std::move(changes.services);
   return r;
 }
 

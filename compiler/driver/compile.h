@@ -7,7 +7,9 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "compiler/iptables/lower.h"
 #include "compiler/model/objects.h"
@@ -22,10 +24,30 @@ inline IPFamily backend_family(Backend b) { return b == Backend::IPTables ? IPFa
 struct CompileResult {
   iptables::SyncResult sync;  ///< the program and its statistics
   std::string text;           ///< the restore program
+  bool partial = false;             ///< a KEP-3453 partial restore (only with a prior)
+  std::string full_sync_reason;     ///< why a sync from a prior had to be full
+  std::set<std::string> changed_services;  ///< "ns/name" whose chains were rewritten
 };
 
 /// Compiles a full sync (or, with opts.partial, a partial one) for the given back end.
 std::optional<CompileResult> compile_iptables(const Snapshot& snap, Backend backend, const iptables::SyncOptions& opts,
                                               DiagSink& diags);
+
+struct PriorOptions {
+  bool force_full = false;  ///< a full sync (first sync, after a failure, forceSyncProxyRules, hourly)
+  /// Time since kube-proxy last deleted stale chains. In large-cluster mode it does so at
+  /// most once per iptables.syncPeriod; unset = long ago (the cleanup runs).
+  std::optional<Duration> since_last_cleanup;
+  /// The nat chains the kernel has (what `iptables-save -t nat` lists), when known; by
+  /// default those the prior sync produced. Leftovers of throttled cleanups show up here.
+  std::optional<std::vector<std::string>> existing_nat_chains;
+  bool keep_ir = false;
+};
+
+/// The restore kube-proxy writes when it last synced `prior` successfully and now syncs
+/// `next`: partial (chains of changed services only, stale chains deleted) unless a full
+/// sync is forced (opts.force_full, or a change kube-proxy answers with a full sync).
+std::optional<CompileResult> compile_iptables_from_prior(const Snapshot& next, const Snapshot& prior, Backend backend,
+                                                         const PriorOptions& opts, DiagSink& diags);
 
 }  // namespace kpc

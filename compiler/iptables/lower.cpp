@@ -6,6 +6,7 @@
 
 #include "compiler/iptables/chain_names.h"
 #include "compiler/iptables/rule_builder.h"
+#include "compiler/ir/printer.h"
 
 namespace kpc::iptables {
 namespace {
@@ -26,27 +27,77 @@ const std::string kFirewall = "KUBE-FIREWALL";
 const std::string kPostrouting = "KUBE-POSTROUTING";
 const std::string kMarkMasq = "KUBE-MARK-MASQ";
 
-struct Buffers {
-  std::vector<Op> filter_chains, filter_rules, nat_chains, nat_rules;
+// One of kube-proxy's four output buffers. Each op is printed the moment it is
+// emitted (the restore text is the product, and printing as we go keeps memory
+// flat at 10k services); the IR ops are kept too when the caller asks for them.
+// A discarding buffer (unchanged services in a partial sync) only counts lines.
+class OpBuffer {
+ public:
+  OpBuffer(bool keep_ir, bool discard) : keep_ir_(keep_ir), discard_(discard) {}
+
+  void declare(const std::string& chain) {
+    ++lines_;
+    ++chains_;
+    if (discard_) return;
+    text_ += ':';
+    text_ += chain;
+    text_ += " - [0:0]\n";
+    if (keep_ir_) ops_.push_back(Op{OpKind::DeclareChain, chain, "-"});
+  }
+  void append(const std::string& chain, Rule rule) {
+    ++lines_;
+    ++rules_;
+    if (discard_) return;
+    ir::print_rule_restore(text_, chain, rule);
+    text_ += '\n';
+    if (keep_ir_) {
+      Op op{OpKind::Append, chain};
+      op.rule = std::move(rule);
+      ops_.push_back(std::move(op));
+    }
+  }
+  void delete_chain(const std::string& chain) {
+    ++lines_;
+    if (discard_) return;
+    text_ += "-X ";
+    text_ += chain;
+    text_ += '\n';
+    if (keep_ir_) ops_.push_back(Op{OpKind::DeleteChain, chain});
+  }
+  size_t lines() const { return lines_; }
+  size_t chains() const { return chains_; }
+  size_t rules() const { return rules_; }
+  const std::string& text() const { return text_; }
+  std::vector<Op>& ops() { return ops_; }
+
+ private:
+  bool keep_ir_, discard_;
+  std::string text_;
+  std::vector<Op> ops_;
+  size_t lines_ = 0, chains_ = 0, rules_ = 0;
 };
 
-void declare(std::vector<Op>& buf, const std::string& chain) { buf.push_back(Op{OpKind::DeclareChain, chain, "-"}); }
-void append(std::vector<Op>& buf, const std::string& chain, Rule rule) {
-  Op op{OpKind::Append, chain};
-  op.rule = std::move(rule);
-  buf.push_back(std::move(op));
-}
+struct Buffers {
+  explicit Buffers(bool keep_ir, bool discard = false)
+      : filter_chains(keep_ir, discard), filter_rules(keep_ir, discard), nat_chains(keep_ir, discard),
+        nat_rules(keep_ir, discard) {}
+  OpBuffer filter_chains, filter_rules, nat_chains, nat_rules;
+};
 
+void declare(OpBuffer& buf, const std::string& chain) { buf.declare(chain); }
+void append(OpBuffer& buf, const std::string& chain, Rule rule) { buf.append(chain, std::move(rule)); }
 
 class Lowering {
  public:
   Lowering(const NodeContext& node, const SyncOptions& opts, SyncResult& result)
-      : node_(node), opts_(opts), result_(result), mark_(node.masquerade_mark) {}
+      : node_(node), opts_(opts), result_(result), mark_(node.masquerade_mark), b_(opts.keep_ir),
+        discard_(false, true) {}
 
   void run(const std::vector<ServicePortInfo>& ports) {
     for (const auto& sp : ports)
       result_.total_endpoints += sp.endpoints.size();
     result_.large_cluster = result_.total_endpoints > kLargeClusterEndpointsThreshold;
+    result_.active_nat_chains.reserve(result_.total_endpoints + 4 * ports.size());
     top_level_head();
     for (const auto& sp : ports) service_port(sp);
     stale_chains();
@@ -82,15 +133,15 @@ class Lowering {
   std::string ep_comment(std::string text) const { return result_.large_cluster ? "" : text; }
 
   void endpoint_rules(const ServicePortInfo& sp, const std::string& chain,
-                      const std::vector<const EndpointInfo*>& eps, std::vector<Op>& rules) {
-    const char* proto = protocol_lower(sp.protocol);
+                      const std::vector<const EndpointInfo*>& eps, const std::vector<std::string>& seps,
+                      OpBuffer& rules) {
     if (sp.affinity_client_ip)
       for (const EndpointInfo* e : eps) {
-        std::string sep = endpoint_chain_name(sp.spn, proto, e->str);
+        const std::string& sep = seps[static_cast<size_t>(e - sp.endpoints.data())];
         append(rules, chain, RuleBuilder().comment(ep_comment(sp.spn + " -> " + e->str)).recent_check(sep, sp.affinity_seconds).jump(sep));
       }
     for (size_t i = 0; i < eps.size(); ++i) {
-      std::string sep = endpoint_chain_name(sp.spn, proto, eps[i]->str);
+      const std::string& sep = seps[static_cast<size_t>(eps[i] - sp.endpoints.data())];
       RuleBuilder r;
       r.comment(ep_comment(sp.spn + " -> " + eps[i]->str));
       if (i + 1 < eps.size()) r.probability(1.0 / static_cast<double>(eps.size() - i));
@@ -102,7 +153,13 @@ class Lowering {
     auto cat = proxy::categorize_endpoints(sp, node_);
     const char* proto = protocol_lower(sp.protocol);
     ServiceChainNames names = service_chain_names(sp.spn, proto);
-    for (const EndpointInfo* e : cat.all_reachable) result_.active_nat_chains.insert(endpoint_chain_name(sp.spn, proto, e->str));
+    // SEP chain names, hashed once per reachable endpoint (indexed like sp.endpoints).
+    std::vector<std::string> seps(sp.endpoints.size());
+    for (const EndpointInfo* e : cat.all_reachable) {
+      std::string& sep = seps[static_cast<size_t>(e - sp.endpoints.data())];
+      sep = endpoint_chain_name(sp.spn, proto, e->str);
+      result_.active_nat_chains.insert(sep);
+    }
 
     bool uses_cluster_chain = !cat.cluster.empty() && sp.uses_cluster_endpoints();
     bool uses_local_chain = !cat.local.empty() && sp.uses_local_endpoints();
@@ -195,9 +252,9 @@ class Lowering {
 
     // Steps 7-12 go to a discarded buffer in a partial sync of an unchanged service.
     bool skip = opts_.partial && !opts_.changed_services.count(sp.ns + "/" + sp.name);
-    Buffers discard;
-    std::vector<Op>& nat_chains = skip ? discard.nat_chains : b_.nat_chains;
-    std::vector<Op>& nat_rules = skip ? discard.nat_rules : b_.nat_rules;
+    OpBuffer& nat_chains = skip ? discard_.nat_chains : b_.nat_chains;
+    OpBuffer& nat_rules = skip ? discard_.nat_rules : b_.nat_rules;
+    size_t skipped_before = discard_.nat_rules.lines();
 
     // Step 7: masquerade off-cluster traffic to the cluster IP.
     if (has_internal) {
@@ -242,16 +299,16 @@ class Lowering {
     if (uses_cluster_chain) {
       declare(nat_chains, names.svc);
       result_.active_nat_chains.insert(names.svc);
-      endpoint_rules(sp, names.svc, cat.cluster, nat_rules);
+      endpoint_rules(sp, names.svc, cat.cluster, seps, nat_rules);
     }
     if (uses_local_chain) {
       declare(nat_chains, names.svl);
       result_.active_nat_chains.insert(names.svl);
-      endpoint_rules(sp, names.svl, cat.local, nat_rules);
+      endpoint_rules(sp, names.svl, cat.local, seps, nat_rules);
     }
     // Step 12: one chain per reachable endpoint.
     for (const EndpointInfo* e : cat.all_reachable) {
-      std::string sep = endpoint_chain_name(sp.spn, proto, e->str);
+      const std::string& sep = seps[static_cast<size_t>(e - sp.endpoints.data())];
       declare(nat_chains, sep);
       append(nat_rules, sep, RuleBuilder().comment(ep_comment(sp.spn)).src(e->ip).jump(kMarkMasq));
       RuleBuilder r;
@@ -259,7 +316,7 @@ class Lowering {
       if (sp.affinity_client_ip) r.recent_set(sep);
       append(nat_rules, sep, r.proto(sp.protocol).dnat(e->ip, e->port));
     }
-    if (skip) result_.nat_rules_skipped += discard.nat_rules.size();
+    result_.nat_rules_skipped += discard_.nat_rules.lines() - skipped_before;
   }
 
   // Section 9 step 5: per-service chains present in the kernel but not in the new state.
@@ -272,7 +329,7 @@ class Lowering {
     stale.erase(std::unique(stale.begin(), stale.end()), stale.end());
     for (const auto& c : stale) {
       declare(b_.nat_chains, c);
-      b_.nat_rules.push_back(Op{OpKind::DeleteChain, c});
+      b_.nat_rules.delete_chain(c);
     }
     result_.deleted_chains = stale.size();
   }
@@ -306,16 +363,29 @@ class Lowering {
   }
 
   void assemble() {
+    std::string& t = result_.text;
+    t.reserve(b_.filter_chains.text().size() + b_.filter_rules.text().size() + b_.nat_chains.text().size() +
+              b_.nat_rules.text().size() + 32);
+    t += "*filter\n";
+    t += b_.filter_chains.text();
+    t += b_.filter_rules.text();
+    t += "COMMIT\n*nat\n";
+    t += b_.nat_chains.text();
+    t += b_.nat_rules.text();
+    t += "COMMIT\n";
+    result_.filter_rules = b_.filter_rules.lines();
+    result_.nat_rules_written = b_.nat_rules.lines();
+    result_.chains_written = b_.filter_chains.chains() + b_.nat_chains.chains();
+    result_.rules_written = b_.filter_rules.rules() + b_.nat_rules.rules();
+    if (!opts_.keep_ir) return;
     ir::Program& p = result_.program;
     p.family = node_.family;
     ir::TableBlock filter{ir::TableId::Filter};
-    filter.ops = std::move(b_.filter_chains);
-    result_.filter_rules = b_.filter_rules.size();
-    std::move(b_.filter_rules.begin(), b_.filter_rules.end(), std::back_inserter(filter.ops));
+    filter.ops = std::move(b_.filter_chains.ops());
+    std::move(b_.filter_rules.ops().begin(), b_.filter_rules.ops().end(), std::back_inserter(filter.ops));
     ir::TableBlock nat{ir::TableId::Nat};
-    nat.ops = std::move(b_.nat_chains);
-    result_.nat_rules_written = b_.nat_rules.size();
-    std::move(b_.nat_rules.begin(), b_.nat_rules.end(), std::back_inserter(nat.ops));
+    nat.ops = std::move(b_.nat_chains.ops());
+    std::move(b_.nat_rules.ops().begin(), b_.nat_rules.ops().end(), std::back_inserter(nat.ops));
     p.tables.push_back(std::move(filter));
     p.tables.push_back(std::move(nat));
   }
@@ -325,6 +395,7 @@ class Lowering {
   SyncResult& result_;
   uint32_t mark_;
   Buffers b_;
+  Buffers discard_;  ///< steps 7-12 of unchanged services in a partial sync: counted, not written
 };
 
 }  // namespace

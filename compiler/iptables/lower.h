@@ -5,6 +5,7 @@
 #pragma once
 
 #include <set>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -23,11 +24,17 @@ struct SyncOptions {
   std::vector<std::string> existing_nat_chains;
   /// Large-cluster mode also throttles stale-chain cleanup; false = clean up now.
   bool skip_stale_cleanup = false;
+  /// Also keep the program as IR (SyncResult::program). The text is always produced;
+  /// the IR costs memory at scale, so tools that only print leave this off.
+  bool keep_ir = false;
 };
 
 struct SyncResult {
-  ir::Program program;
-  std::set<std::string> active_nat_chains;  ///< every per-service chain the state uses
+  std::string text;                         ///< the restore program, as kube-proxy writes it
+  ir::Program program;                      ///< the same program as IR (only with SyncOptions::keep_ir)
+  size_t chains_written = 0;                ///< ":CHAIN" lines
+  size_t rules_written = 0;                 ///< "-A" lines
+  std::unordered_set<std::string> active_nat_chains;  ///< every per-service chain the state uses
   bool large_cluster = false;
   size_t total_endpoints = 0;
   size_t filter_rules = 0;             ///< metric sync_proxy_rules_iptables_total{table=filter}

@@ -73,11 +73,14 @@ void decode_cluster_ips(const DocNode* spec, Service* svc, ObjectReader& r) {
   if (cip && !cips.empty() && cips[0] != *cip)
     r.error(DiagCode::FamilyMismatch, cips_node->pos, "spec.clusterIPs[0]",
             "must match spec.clusterIP \"" + *cip + "\"");
+  // Positions come from clusterIPs when the list is what we read, else from clusterIP.
+  bool from_list = !cips.empty();
   if (cips.empty() && cip && !cip->empty()) cips.push_back(*cip);
   if (cips.size() > 2) r.error(DiagCode::TooMany, cips_node->pos, "spec.clusterIPs", "may have at most 2 entries");
   for (size_t i = 0; i < cips.size() && i < 2; ++i) {
-    std::string path = cips_node ? index_path("spec.clusterIPs", i) : "spec.clusterIP";
-    Pos pos = cips_node ? cips_node->items[i].pos : spec->get("clusterIP")->pos;
+    bool listed = from_list && i < cips_node->items.size();
+    std::string path = listed ? index_path("spec.clusterIPs", i) : "spec.clusterIP";
+    Pos pos = listed ? cips_node->items[i].pos : spec->get("clusterIP")->pos;
     if (cips[i] == "None") {
       if (cips.size() != 1) r.error(DiagCode::FamilyMismatch, pos, path, "\"None\" must be the only cluster IP");
       svc->headless = true;
@@ -131,8 +134,8 @@ void decode_external(const DocNode* spec, const DocNode& obj, Service* svc, Obje
     for (size_t i = 0; i < eips->items.size(); ++i) {
       std::string path = index_path("spec.externalIPs", i);
       if (auto ip = r.ip(eips->items[i], path)) {
-        if (ip->is_unspecified() || ip->is_loopback())
-          r.error(DiagCode::InvalidIP, eips->items[i].pos, path, "may not be unspecified or loopback (" + ip->str() + ")");
+        if (auto why = special_ip_reason(*ip))
+          r.error(DiagCode::InvalidIP, eips->items[i].pos, path, ip->str() + " " + *why);
         else
           svc->external_ips.push_back(*ip);
       }
@@ -211,16 +214,19 @@ void check_type_rules(const DocNode* spec, Service* svc, ObjectReader& r) {
   ServiceType t = svc->effective_type();
   if (t == ServiceType::ExternalName) {
     auto en = r.str(spec, "externalName", "spec.externalName");
+    // The API server allows one trailing dot (a fully qualified name) and no upper case.
+    std::string_view name = en ? std::string_view(*en) : std::string_view();
+    if (!name.empty() && name.back() == '.') name.remove_suffix(1);
     if (!en || en->empty())
       r.error(DiagCode::MissingField, spec ? spec->pos : svc->meta.pos, "spec.externalName", "required value for type ExternalName");
-    else if (auto err = check_dns1123_subdomain(to_lower(*en)))
+    else if (auto err = check_dns1123_subdomain(name))
       r.error(DiagCode::InvalidName, spec->get("externalName")->pos, "spec.externalName", "\"" + *en + "\": " + *err);
     else
       svc->external_name = *en;
     return;
   }
-  if (svc->ports.empty() && !svc->headless && spec)
-    r.error(DiagCode::MissingField, spec->pos, "spec.ports", "required value");
+  if (svc->ports.empty() && !svc->headless)
+    r.error(DiagCode::MissingField, spec ? spec->pos : svc->meta.pos, "spec.ports", "required value");
   bool node_ports_allowed = t == ServiceType::NodePort || t == ServiceType::LoadBalancer;
   for (size_t i = 0; i < svc->ports.size(); ++i)
     if (svc->ports[i].node_port != 0 && !node_ports_allowed)

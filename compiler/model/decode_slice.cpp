@@ -45,6 +45,10 @@ void decode_endpoint(const DocNode& n, const std::string& path, AddressType at, 
     }
     auto ip = r.ip_text(*s, addrs->items[i].pos, p);
     if (!ip) continue;
+    if (auto why = special_ip_reason(*ip)) {
+      r.error(DiagCode::InvalidIP, addrs->items[i].pos, p, ip->str() + " " + *why);
+      continue;
+    }
     IPFamily want = at == AddressType::IPv4 ? IPFamily::V4 : IPFamily::V6;
     if (ip->family != want) {
       r.error(DiagCode::AddressTypeMismatch, addrs->items[i].pos, p,

@@ -196,6 +196,18 @@ bool CIDR::contains(const IPAddr& a) const {
   return true;
 }
 
+std::optional<std::string> special_ip_reason(const IPAddr& ip) {
+  const uint8_t* b = ip.bytes.data();
+  if (ip.is_unspecified()) return "may not be unspecified";
+  if (ip.is_loopback()) return "may not be in the loopback range (127.0.0.0/8, ::1/128)";
+  bool link_local = ip.family == IPFamily::V4 ? (b[0] == 169 && b[1] == 254) : (b[0] == 0xfe && (b[1] & 0xc0) == 0x80);
+  if (link_local) return "may not be in the link-local range (169.254.0.0/16, fe80::/10)";
+  bool ll_multicast = ip.family == IPFamily::V4 ? (b[0] == 224 && b[1] == 0 && b[2] == 0)
+                                                : (b[0] == 0xff && (b[1] & 0x0f) == 0x02);
+  if (ll_multicast) return "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)";
+  return std::nullopt;
+}
+
 std::string CIDR::str() const { return masked().addr.str() + "/" + std::to_string(len); }
 
 }  // namespace kpc

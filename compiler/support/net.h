@@ -56,4 +56,8 @@ struct CIDR {
   friend bool operator==(const CIDR&, const CIDR&) = default;
 };
 
+/// Why the API server refuses an IP as an endpoint or external IP (ValidateNonSpecialIP):
+/// unspecified, loopback, link-local unicast or link-local multicast; nullopt if acceptable.
+std::optional<std::string> special_ip_reason(const IPAddr& ip);
+
 }  // namespace kpc

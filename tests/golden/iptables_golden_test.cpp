@@ -80,6 +80,7 @@ TEST_P(IptablesGolden, MatchesExpectedAndKubeProxy) {
 
   expect_golden(step.dir + "/expected/" + p.backend + ".restore", c.text);
 
+  if (p.step == 0) expect_kubeproxy_assertions(step.dir + "/kubeproxy/assertions.yaml", c);
   std::string kp = step.dir + "/kubeproxy/" + p.backend + ".restore";
   // Later full syncs of a sequence (e.g. after a failed restore) also delete the
   // prior state's stale chains; those are checked by the partial-restore tests.

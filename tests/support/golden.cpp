@@ -64,6 +64,9 @@ std::vector<FixtureCase> discover_fixtures() {
         step.dir = (e.path() / s["dir"].as<std::string>()).string();
         step.inputs = snapshot_files(step.dir);
         if (s["sync"]) step.sync = s["sync"].as<std::string>();
+        if (s["forcedFullSync"]) step.forced_full = s["forcedFullSync"].as<bool>();
+        if (s["expectRestoreFailure"]) step.expect_restore_failure = s["expectRestoreFailure"].as<bool>();
+        if (s["lastIPTablesCleanupAge"]) step.since_last_cleanup = s["lastIPTablesCleanupAge"].as<std::string>();
         c.steps.push_back(std::move(step));
       }
     } else {
@@ -90,6 +93,87 @@ Compiled compile_texts(const std::vector<std::pair<std::string, std::string>>& f
   Snapshot snap;
   bool loaded = load_snapshot_text(files, LoadOptions{}, sm, &snap, diags);
   return finish(sm, snap, diags, loaded, backend, opts);
+}
+
+Compiled compile_from_prior_paths(const std::vector<std::string>& next, const std::vector<std::string>& prior,
+                                  Backend backend, const PriorOptions& opts) {
+  SourceManager sm;
+  DiagSink diags;
+  Snapshot next_snap, prior_snap;
+  bool loaded = load_snapshot(next, LoadOptions{}, sm, &next_snap, diags);
+  loaded = load_snapshot(prior, LoadOptions{}, sm, &prior_snap, diags) && loaded;
+  Compiled c;
+  if (loaded)
+    if (auto r = compile_iptables_from_prior(next_snap, prior_snap, backend, opts, diags)) {
+      c.ok = true;
+      c.text = std::move(r->text);
+      c.sync = std::move(r->sync);
+      c.partial = r->partial;
+    }
+  diags.sort_and_dedup();
+  c.diagnostics = diags.render(sm);
+  return c;
+}
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::string line;
+  for (std::istringstream in(text); std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// kube-proxy's metric values for one sync, from kpc's sync statistics.
+std::optional<double> metric_value(const std::string& name, const YAML::Node& labels, const iptables::SyncResult& s) {
+  std::string table = labels["table"] ? labels["table"].as<std::string>() : "";
+  std::string policy = labels["traffic_policy"] ? labels["traffic_policy"].as<std::string>() : "";
+  if (name == "kubeproxy_sync_proxy_rules_iptables_last")
+    return table == "filter" ? double(s.filter_rules) : double(s.nat_rules_written - s.deleted_chains);
+  if (name == "kubeproxy_sync_proxy_rules_iptables_total")
+    return table == "filter" ? double(s.filter_rules)
+                             : double(s.nat_rules_written + s.nat_rules_skipped - s.deleted_chains);
+  if (name == "kubeproxy_sync_proxy_rules_no_local_endpoints_total")
+    return policy == "internal" ? double(s.no_local_endpoints_internal) : double(s.no_local_endpoints_external);
+  return std::nullopt;
+}
+
+}  // namespace
+
+void expect_kubeproxy_assertions(const std::string& path, const Compiled& c) {
+  if (!fs::exists(path)) return;
+  auto lines = lines_of(c.text);
+  for (const auto& a : YAML::LoadFile(path)["assertions"]) {
+    std::string type = a["type"].as<std::string>();
+    if (type == "sep-dnat-lines") {
+      size_t count = 0, with_comment = 0;
+      std::string matched;
+      for (const auto& l : lines) {
+        if (l.rfind("-A KUBE-SEP-", 0) != 0 || l.find("-j DNAT") == std::string::npos) continue;
+        ++count;
+        with_comment += l.find("--comment") != std::string::npos;
+        if (l.find(a["match"].as<std::string>()) != std::string::npos) matched = l;
+      }
+      EXPECT_EQ(count, a["count"].as<size_t>()) << path << ": SEP DNAT lines";
+      if (a["withComment"]) EXPECT_EQ(with_comment, a["withComment"].as<size_t>()) << path << ": with comment";
+      if (a["matchedLine"]) EXPECT_EQ(matched, a["matchedLine"].as<std::string>()) << path;
+    } else if (type == "contains" || type == "not-contains") {
+      bool found = c.text.find(a["text"].as<std::string>()) != std::string::npos;
+      EXPECT_EQ(found, type == "contains") << path << ": " << type << " " << a["text"].as<std::string>();
+    } else if (type == "rule-with-destination") {
+      std::string prefix = "-A " + a["chain"].as<std::string>() + " ";
+      std::string dest = a["destination"].as<std::string>();
+      bool found = false;
+      for (const auto& l : lines)
+        if (l.rfind(prefix, 0) == 0 && (l.find(" -d " + dest + " ") != std::string::npos ||
+                                        l.find(" -d " + dest + "/") != std::string::npos))
+          found = true;
+      EXPECT_EQ(found, a["present"].as<bool>()) << path << ": rule with -d " << dest;
+    } else if (type == "metric") {
+      auto v = metric_value(a["name"].as<std::string>(), a["labels"], c.sync);
+      if (v) EXPECT_EQ(*v, a["value"].as<double>()) << path << ": " << a["name"].as<std::string>();
+    }
+  }
 }
 
 std::string line_diff(const std::string& expected, const std::string& actual) {

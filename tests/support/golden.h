@@ -15,6 +15,9 @@ struct FixtureStep {
   std::string dir;                     ///< absolute
   std::vector<std::string> inputs;     ///< snapshot files of this step
   std::string sync = "full";           ///< kube-proxy's sync kind at this step (full/partial)
+  bool forced_full = false;            ///< kube-proxy was forced to sync fully (retry, forceSyncProxyRules)
+  bool expect_restore_failure = false; ///< the test injects kernel state that makes this restore fail
+  std::string since_last_cleanup;      ///< Go duration, when the test pins the last stale-chain cleanup
 };
 
 struct FixtureCase {
@@ -33,10 +36,20 @@ struct Compiled {
   std::string text;
   std::string diagnostics;
   iptables::SyncResult sync;
+  bool partial = false;
 };
 Compiled compile_paths(const std::vector<std::string>& inputs, Backend backend, const iptables::SyncOptions& opts = {});
 Compiled compile_texts(const std::vector<std::pair<std::string, std::string>>& files, Backend backend,
                        const iptables::SyncOptions& opts = {});
+
+/// A sync from the prior step's snapshot (partial unless forced full).
+Compiled compile_from_prior_paths(const std::vector<std::string>& next, const std::vector<std::string>& prior,
+                                  Backend backend, const PriorOptions& opts);
+
+/// Checks kube-proxy's line/count/metric expectations (kubeproxy/assertions.yaml) against
+/// a compiled program: sep-dnat-lines, contains, not-contains, rule-with-destination and
+/// the rule-count / no-local-endpoints metrics. Other kinds (kernel-side) are ignored.
+void expect_kubeproxy_assertions(const std::string& path, const Compiled& c);
 
 /// Compares actual with the file at path (gtest failure with a line diff), or rewrites it when updating.
 void expect_golden(const std::string& path, const std::string& actual);

@@ -1,7 +1,6 @@
-// `kpc compile SNAPSHOT... [--backend iptables|ip6tables] [-o FILE]`
+// `kpc compile SNAPSHOT... [--backend iptables|ip6tables] [-o FILE]
+//              [--prior OLD...] [--full] [--stats]`
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -14,8 +13,10 @@ namespace {
 
 struct CompileOptions {
   std::vector<std::string> inputs;
+  std::vector<std::string> prior;
   std::string backend = "iptables";
   std::string output;
+  bool full = false;
   bool stats = false;
   size_t max_input_size = 64u << 20;
 };
@@ -23,18 +24,32 @@ struct CompileOptions {
 int run(const CompileOptions& o) {
   SourceManager sm;
   DiagSink diags;
-  Snapshot snap;
   LoadOptions lo;
   lo.max_input_size = o.max_input_size;
-  bool ok = load_snapshot(o.inputs, lo, sm, &snap, diags);
+  Snapshot next, prior;
+  bool ok = load_snapshot(o.inputs, lo, sm, &next, diags);
+  if (!o.prior.empty()) ok = load_snapshot(o.prior, lo, sm, &prior, diags) && ok;
   std::optional<CompileResult> result;
-  auto backend = backend_from_name(o.backend);
-  if (ok && backend) result = compile_iptables(snap, *backend, iptables::SyncOptions{}, diags);
+  Backend backend = *backend_from_name(o.backend);
+  if (ok && o.prior.empty()) result = compile_iptables(next, backend, iptables::SyncOptions{}, diags);
+  if (ok && !o.prior.empty()) {
+    PriorOptions po;
+    po.force_full = o.full;
+    result = compile_iptables_from_prior(next, prior, backend, po, diags);
+  }
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
   if (!result) return kExitError;
   if (!write_output(o.output, result->text)) return kExitError;
-  if (o.stats) print_stats(result->sync, result->text.size());
+  if (o.stats) {
+    if (!o.prior.empty())
+      std::fprintf(stderr, "sync: %s%s%s, changed services: %zu\n", result->partial ? "partial" : "full",
+                   result->full_sync_reason.empty() ? "" : " (", result->full_sync_reason.empty()
+                                                                    ? ""
+                                                                    : (result->full_sync_reason + ")").c_str(),
+                   result->changed_services.size());
+    print_stats(result->sync, result->text.size());
+  }
   return kExitOk;
 }
 
@@ -47,6 +62,10 @@ void add_compile(CLI::App& app, int& exit_code) {
   cmd->add_option("--backend", opts->backend, "iptables (IPv4) or ip6tables (IPv6)")
       ->check(CLI::IsMember({"iptables", "ip6tables"}))
       ->capture_default_str();
+  cmd->add_option("--prior", opts->prior,
+                  "the snapshot kube-proxy last synced successfully: write the partial restore (KEP-3453) "
+                  "that brings the node from it to SNAPSHOT");
+  cmd->add_flag("--full", opts->full, "with --prior: force a full sync (still deletes the prior's stale chains)");
   cmd->add_option("-o,--output", opts->output, "write the program here (atomically; stdout when absent)");
   cmd->add_flag("--stats", opts->stats, "print what the program writes (to stderr)");
   cmd->add_option("--max-input-size", opts->max_input_size, "largest accepted input file, in bytes")

@@ -34,15 +34,9 @@ bool write_output(const std::string& path, const std::string& text) {
 }
 
 void print_stats(const iptables::SyncResult& r, size_t bytes) {
-  size_t chains = 0, rules = 0, deletes = 0;
-  for (const auto& t : r.program.tables)
-    for (const auto& op : t.ops) {
-      chains += op.kind == ir::OpKind::DeclareChain;
-      rules += op.kind == ir::OpKind::Append;
-      deletes += op.kind == ir::OpKind::DeleteChain;
-    }
-  std::fprintf(stderr, "chains written: %zu, chains deleted: %zu, rules: %zu, bytes: %zu, endpoints: %zu%s\n", chains,
-               deletes, rules, bytes, r.total_endpoints, r.large_cluster ? " (large-cluster mode)" : "");
+  std::fprintf(stderr, "chains written: %zu, chains deleted: %zu, rules: %zu, bytes: %zu, endpoints: %zu%s\n",
+               r.chains_written, r.deleted_chains, r.rules_written, bytes, r.total_endpoints,
+               r.large_cluster ? " (large-cluster mode)" : "");
 }
 
 }  // namespace kpc::cli

@@ -1,0 +1,67 @@
+// Issue 2 and 3 speed targets, at 10,000 Services / 100,000 endpoints:
+//   load+validate JSON <= 1 s, YAML <= 3 s; compile phase (model -> restore text) <= 150 ms.
+// Results are reported in docs/performance.md (scripts/bench.sh reproduces them).
+#include <benchmark/benchmark.h>
+
+#include "bench/synthetic_cluster.h"
+#include "compiler/driver/compile.h"
+#include "compiler/model/loader.h"
+
+namespace kpc::bench {
+namespace {
+
+const std::string& cluster_text(bool json) {
+  static const std::string j = synthetic_cluster_json(ClusterShape{});
+  static const std::string y = synthetic_cluster_yaml(ClusterShape{});
+  return json ? j : y;
+}
+
+void load(benchmark::State& state, bool json) {
+  const std::string& text = cluster_text(json);
+  for (auto _ : state) {
+    SourceManager sm;
+    DiagSink diags;
+    Snapshot snap;
+    bool ok = load_snapshot_text({{json ? "cluster.json" : "cluster.yaml", text}}, LoadOptions{}, sm, &snap, diags);
+    if (!ok) state.SkipWithError("load failed");
+    benchmark::DoNotOptimize(snap);
+  }
+  state.counters["MB"] = static_cast<double>(text.size()) / 1e6;
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+}
+
+void BM_LoadJSON(benchmark::State& state) { load(state, true); }
+void BM_LoadYAML(benchmark::State& state) { load(state, false); }
+BENCHMARK(BM_LoadJSON)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_LoadYAML)->Unit(benchmark::kMillisecond)->Iterations(2);
+
+const Snapshot& loaded() {
+  static Snapshot snap = [] {
+    SourceManager sm;
+    DiagSink diags;
+    Snapshot s;
+    load_snapshot_text({{"cluster.json", cluster_text(true)}}, LoadOptions{}, sm, &s, diags);
+    return s;
+  }();
+  return snap;
+}
+
+// The compile phase: model -> node context -> service ports -> IR -> restore text.
+void BM_CompileFull(benchmark::State& state) {
+  const Snapshot& snap = loaded();
+  size_t bytes = 0;
+  for (auto _ : state) {
+    DiagSink diags;
+    auto r = compile_iptables(snap, Backend::IPTables, iptables::SyncOptions{}, diags);
+    if (!r) state.SkipWithError("compile failed");
+    bytes = r->text.size();
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["output_MB"] = static_cast<double>(bytes) / 1e6;
+}
+BENCHMARK(BM_CompileFull)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+}  // namespace
+}  // namespace kpc::bench
+
+BENCHMARK_MAIN();

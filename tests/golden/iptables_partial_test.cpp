@@ -1,0 +1,106 @@
+// Partial restores (KEP-3453) over every multi-step fixture: step N is compiled
+// from step N-1's snapshot (the state kube-proxy last synced successfully), as
+// kube-proxy's repeated-sync tests do. Checks:
+//  - kpc's program equals steps/NN/expected/<backend>.partial.restore byte for byte;
+//  - where kube-proxy's own expectation exists (kubeproxy/<backend>.restore), kpc's
+//    output after kube-proxy's canonical sort equals it byte for byte;
+//  - the partial/full decision matches the step's (sync: partial|full).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <sstream>
+
+#include "compiler/model/decode.h"
+#include "tests/support/golden.h"
+#include "tests/support/kp_sort.h"
+#include "tests/support/test_util.h"
+
+namespace kpc::test {
+namespace {
+namespace fs = std::filesystem;
+
+struct Param {
+  FixtureCase fixture;
+  size_t step;  ///< >= 1
+  std::string backend;
+};
+
+void PrintTo(const Param& p, std::ostream* os) { *os << p.fixture.name << " step " << p.step + 1 << " " << p.backend; }
+
+std::vector<Param> params() {
+  std::vector<Param> out;
+  for (const auto& c : discover_fixtures())
+    for (size_t s = 1; s < c.steps.size(); ++s)
+      for (const auto& b : c.backends) out.push_back({c, s, b});
+  return out;
+}
+
+std::string param_name(const testing::TestParamInfo<Param>& info) {
+  std::string n = info.param.fixture.name + "_" + std::to_string(info.param.step + 1) + "_" + info.param.backend;
+  for (auto& ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+
+class IptablesPartial : public testing::TestWithParam<Param> {};
+
+// The nat chains in the kernel after applying a restore program to a kernel that had
+// `chains` (declared chains are created, -X chains removed).
+std::set<std::string> apply_chains(std::set<std::string> chains, const std::string& program) {
+  bool nat = false;
+  std::istringstream in(program);
+  for (std::string line; std::getline(in, line);) {
+    if (line[0] == '*') nat = line == "*nat";
+    else if (nat && line[0] == ':') chains.insert(line.substr(1, line.find(' ') - 1));
+    else if (nat && line.rfind("-X ", 0) == 0) chains.erase(line.substr(3));
+  }
+  return chains;
+}
+
+PriorOptions options_for(const FixtureStep& step) {
+  PriorOptions opts;
+  opts.force_full = step.forced_full;
+  if (!step.since_last_cleanup.empty()) opts.since_last_cleanup = parse_go_duration(step.since_last_cleanup);
+  return opts;
+}
+
+TEST_P(IptablesPartial, MatchesExpectedAndKubeProxy) {
+  const Param& p = GetParam();
+  const auto& steps = p.fixture.steps;
+  const FixtureStep& step = steps[p.step];
+  if (step.expect_restore_failure) GTEST_SKIP() << "the test injects kernel state that makes this restore fail";
+  Backend backend = *backend_from_name(p.backend);
+  // Replay the sequence up to here: the kernel's nat chains are what every successful
+  // restore so far created and did not delete (throttled cleanups leave chains behind).
+  std::set<std::string> kernel = apply_chains({}, compile_paths(steps[0].inputs, backend).text);
+  size_t prior = 0;
+  for (size_t k = 1; k < p.step; ++k) {
+    if (steps[k].expect_restore_failure) continue;  // the restore failed: the kernel kept its state
+    PriorOptions o = options_for(steps[k]);
+    o.existing_nat_chains = std::vector<std::string>(kernel.begin(), kernel.end());
+    Compiled ck = compile_from_prior_paths(steps[k].inputs, steps[prior].inputs, backend, o);
+    ASSERT_TRUE(ck.ok) << ck.diagnostics;
+    kernel = apply_chains(kernel, ck.text);
+    prior = k;
+  }
+  PriorOptions opts = options_for(step);
+  opts.existing_nat_chains = std::vector<std::string>(kernel.begin(), kernel.end());
+  Compiled c = compile_from_prior_paths(step.inputs, steps[prior].inputs, backend, opts);
+  ASSERT_TRUE(c.ok) << c.diagnostics;
+  EXPECT_EQ(c.partial, step.sync == "partial") << "kube-proxy's sync at this step is " << step.sync;
+
+  expect_golden(step.dir + "/expected/" + p.backend + ".partial.restore", c.text);
+
+  expect_kubeproxy_assertions(step.dir + "/kubeproxy/assertions.yaml", c);
+  std::string kp = step.dir + "/kubeproxy/" + p.backend + ".restore";
+  if (fs::exists(kp))
+    EXPECT_EQ(sort_iptables_rules(c.text), read_file(kp))
+        << "differs from kube-proxy's expected dump (after sortIPTablesRules):\n"
+        << line_diff(read_file(kp), sort_iptables_rules(c.text));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, IptablesPartial, testing::ValuesIn(params()), param_name);
+
+}  // namespace
+}  // namespace kpc::test
