@@ -6,6 +6,7 @@
 #include "bench/synthetic_cluster.h"
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
+#include "compiler/proxy/service_ports.h"
 
 namespace kpc::bench {
 namespace {
@@ -60,6 +61,24 @@ void BM_CompileFull(benchmark::State& state) {
   state.counters["output_MB"] = static_cast<double>(bytes) / 1e6;
 }
 BENCHMARK(BM_CompileFull)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+// Phases of the compile, to see where the time goes.
+void BM_PhaseServicePorts(benchmark::State& state) {
+  const Snapshot& snap = loaded();
+  DiagSink diags;
+  auto node = proxy::build_node_context(snap, IPFamily::V4, diags);
+  for (auto _ : state) benchmark::DoNotOptimize(proxy::build_service_ports(snap, *node));
+}
+BENCHMARK(BM_PhaseServicePorts)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+void BM_PhaseLower(benchmark::State& state) {
+  const Snapshot& snap = loaded();
+  DiagSink diags;
+  auto node = proxy::build_node_context(snap, IPFamily::V4, diags);
+  auto ports = proxy::build_service_ports(snap, *node);
+  for (auto _ : state) benchmark::DoNotOptimize(iptables::lower_iptables(ports, *node, {}));
+}
+BENCHMARK(BM_PhaseLower)->Unit(benchmark::kMillisecond)->Iterations(20);
 
 }  // namespace
 }  // namespace kpc::bench

@@ -55,7 +55,9 @@ std::optional<CompileResult> compile_iptables_from_prior(const Snapshot& next, c
   auto next_ports = proxy::build_service_ports(next, *next_node);
   // The kernel holds what the prior sync wrote; its per-service chains are what a
   // stale-chain scan (iptables-save -t nat) would find.
-  iptables::SyncResult prior_sync = iptables::lower_iptables(prior_ports, *prior_node, {});
+  iptables::SyncOptions prior_opts;
+  prior_opts.collect_active_chains = true;
+  iptables::SyncResult prior_sync = iptables::lower_iptables(prior_ports, *prior_node, prior_opts);
   auto changes = proxy::compute_changes(prior, prior_ports, *prior_node, next, next_ports, *next_node);
   iptables::SyncOptions opts;
   opts.partial = !force_full && !changes.full_sync;

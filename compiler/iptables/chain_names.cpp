@@ -5,8 +5,9 @@
 namespace kpc::iptables {
 
 std::string chain_hash(std::string_view input) {
+  // The first 16 base32 characters encode exactly the first 10 digest bytes.
   auto digest = sha256(input);
-  return base32(digest.data(), digest.size()).substr(0, 16);
+  return base32(digest.data(), 10);
 }
 
 ServiceChainNames service_chain_names(std::string_view spn, std::string_view proto) {

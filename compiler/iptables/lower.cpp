@@ -44,7 +44,9 @@ class OpBuffer {
     text_ += " - [0:0]\n";
     if (keep_ir_) ops_.push_back(Op{OpKind::DeclareChain, chain, "-"});
   }
-  void append(const std::string& chain, Rule rule) {
+  // Consumes the rule: printed now; moved into the program only when the IR is kept
+  // (so the builder's scratch storage survives for the next rule otherwise).
+  void append(const std::string& chain, Rule&& rule) {
     ++lines_;
     ++rules_;
     if (discard_) return;
@@ -63,6 +65,9 @@ class OpBuffer {
     text_ += chain;
     text_ += '\n';
     if (keep_ir_) ops_.push_back(Op{OpKind::DeleteChain, chain});
+  }
+  void reserve(size_t bytes) {
+    if (!discard_) text_.reserve(bytes);
   }
   size_t lines() const { return lines_; }
   size_t chains() const { return chains_; }
@@ -85,7 +90,7 @@ struct Buffers {
 };
 
 void declare(OpBuffer& buf, const std::string& chain) { buf.declare(chain); }
-void append(OpBuffer& buf, const std::string& chain, Rule rule) { buf.append(chain, std::move(rule)); }
+void append(OpBuffer& buf, const std::string& chain, Rule&& rule) { buf.append(chain, std::move(rule)); }
 
 class Lowering {
  public:
@@ -97,7 +102,9 @@ class Lowering {
     for (const auto& sp : ports)
       result_.total_endpoints += sp.endpoints.size();
     result_.large_cluster = result_.total_endpoints > kLargeClusterEndpointsThreshold;
-    result_.active_nat_chains.reserve(result_.total_endpoints + 4 * ports.size());
+    collect_chains_ = opts_.collect_active_chains || !opts_.existing_nat_chains.empty();
+    if (collect_chains_) result_.active_nat_chains.reserve(result_.total_endpoints + 4 * ports.size());
+    reserve_text(ports.size(), result_.total_endpoints);
     top_level_head();
     for (const auto& sp : ports) service_port(sp);
     stale_chains();
@@ -129,6 +136,17 @@ class Lowering {
     }
   }
 
+  void active(const std::string& chain) {
+    if (collect_chains_) result_.active_nat_chains.insert(chain);
+  }
+
+  // Rough sizes (bytes per line x lines) so the text buffers grow once, not log(n) times.
+  void reserve_text(size_t ports, size_t endpoints) {
+    b_.filter_rules.reserve(ports * 40);
+    b_.nat_chains.reserve(ports * 100 + endpoints * 32);
+    b_.nat_rules.reserve(ports * 900 + endpoints * 330);
+  }
+
   // Comments on endpoint rules are dropped in large-cluster mode (appendServiceCommentLocked).
   std::string ep_comment(std::string text) const { return result_.large_cluster ? "" : text; }
 
@@ -158,7 +176,7 @@ class Lowering {
     for (const EndpointInfo* e : cat.all_reachable) {
       std::string& sep = seps[static_cast<size_t>(e - sp.endpoints.data())];
       sep = endpoint_chain_name(sp.spn, proto, e->str);
-      result_.active_nat_chains.insert(sep);
+      active(sep);
     }
 
     bool uses_cluster_chain = !cat.cluster.empty() && sp.uses_cluster_endpoints();
@@ -190,7 +208,7 @@ class Lowering {
       if (!has_internal) ++result_.no_local_endpoints_internal;
       if (!has_external) ++result_.no_local_endpoints_external;
     }
-    auto filter_verdict = [](RuleBuilder& r, const char* target) {
+    auto filter_verdict = [](RuleBuilder& r, const char* target) -> Rule&& {
       return std::string(target) == "REJECT" ? r.reject() : r.drop();
     };
 
@@ -266,7 +284,7 @@ class Lowering {
     // Step 8: external destinations.
     if (uses_ext_chain) {
       declare(nat_chains, names.ext);
-      result_.active_nat_chains.insert(names.ext);
+      active(names.ext);
       if (!sp.external_policy_local) {
         append(nat_rules, names.ext, RuleBuilder().comment("masquerade traffic for " + sp.spn + " external destinations").jump(kMarkMasq));
       } else {
@@ -283,7 +301,7 @@ class Lowering {
     // Step 9: loadBalancerSourceRanges firewall.
     if (uses_fw_chain) {
       declare(nat_chains, names.fw);
-      result_.active_nat_chains.insert(names.fw);
+      active(names.fw);
       bool allow_from_node = false;
       for (const auto& range : sp.source_ranges) {
         append(nat_rules, names.fw, RuleBuilder().comment(sp.spn + " loadbalancer IP").src(range).jump(names.ext));
@@ -298,12 +316,12 @@ class Lowering {
     // Steps 10-11: policy chains.
     if (uses_cluster_chain) {
       declare(nat_chains, names.svc);
-      result_.active_nat_chains.insert(names.svc);
+      active(names.svc);
       endpoint_rules(sp, names.svc, cat.cluster, seps, nat_rules);
     }
     if (uses_local_chain) {
       declare(nat_chains, names.svl);
-      result_.active_nat_chains.insert(names.svl);
+      active(names.svl);
       endpoint_rules(sp, names.svl, cat.local, seps, nat_rules);
     }
     // Step 12: one chain per reachable endpoint.
@@ -396,6 +414,7 @@ class Lowering {
   uint32_t mark_;
   Buffers b_;
   Buffers discard_;  ///< steps 7-12 of unchanged services in a partial sync: counted, not written
+  bool collect_chains_ = false;
 };
 
 }  // namespace

@@ -27,6 +27,8 @@ struct SyncOptions {
   /// Also keep the program as IR (SyncResult::program). The text is always produced;
   /// the IR costs memory at scale, so tools that only print leave this off.
   bool keep_ir = false;
+  /// Fill SyncResult::active_nat_chains (always done when existing_nat_chains is given).
+  bool collect_active_chains = false;
 };
 
 struct SyncResult {
@@ -34,7 +36,8 @@ struct SyncResult {
   ir::Program program;                      ///< the same program as IR (only with SyncOptions::keep_ir)
   size_t chains_written = 0;                ///< ":CHAIN" lines
   size_t rules_written = 0;                 ///< "-A" lines
-  std::unordered_set<std::string> active_nat_chains;  ///< every per-service chain the state uses
+  /// Every per-service chain the state uses (only with collect_active_chains or a prior).
+  std::unordered_set<std::string> active_nat_chains;
   bool large_cluster = false;
   size_t total_endpoints = 0;
   size_t filter_rules = 0;             ///< metric sync_proxy_rules_iptables_total{table=filter}

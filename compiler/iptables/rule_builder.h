@@ -1,6 +1,11 @@
 // A fluent builder for ir::Rule in kube-proxy's argument vocabulary, so that the
 // lowering reads like proxier.go ("comment, proto, -d CIP, --dport, -j SVC")
 // while every rule stays typed IR (no rule text is assembled here).
+//
+// Speed: at 10k services the compiler builds ~400k rules. Each builder works in a
+// per-thread scratch rule whose storage is reused, and the finishing call returns it
+// as an rvalue to be consumed (printed, or moved into a kept program) before the
+// next builder starts. So: one RuleBuilder at a time per thread (checked).
 #pragma once
 
 #include <string>
@@ -11,8 +16,14 @@
 
 namespace kpc::iptables {
 
+using ir::Arg;
+
 class RuleBuilder {
  public:
+  RuleBuilder();
+  ~RuleBuilder();
+  RuleBuilder(const RuleBuilder&) = delete;
+  RuleBuilder& operator=(const RuleBuilder&) = delete;
   /// -m comment --comment TEXT (skipped when text is empty).
   RuleBuilder& comment(std::string text);
   /// -m tcp -p tcp (kube-proxy's order: module first).
@@ -40,22 +51,23 @@ class RuleBuilder {
   /// The local-traffic detector's match: local (-s CIDR / -i IF) or not local (! ...).
   RuleBuilder& local(const proxy::LocalDetector& d, bool is_local);
 
-  ir::Rule jump(const std::string& chain) { return finish(ir::TargetKind::Jump, chain); }
-  ir::Rule accept() { return finish(ir::TargetKind::Accept); }
-  ir::Rule drop() { return finish(ir::TargetKind::Drop); }
-  ir::Rule reject() { return finish(ir::TargetKind::Reject); }
-  ir::Rule ret() { return finish(ir::TargetKind::Return); }
-  ir::Rule no_target() { return finish(ir::TargetKind::None); }
-  ir::Rule dnat(const IPAddr& ip, int32_t port);
-  ir::Rule masquerade(bool random_fully);
-  ir::Rule mark_or(uint32_t mark);
-  ir::Rule mark_xor(uint32_t mark);
+  ir::Rule&& jump(const std::string& chain) { return finish(ir::TargetKind::Jump, &chain); }
+  ir::Rule&& accept() { return finish(ir::TargetKind::Accept); }
+  ir::Rule&& drop() { return finish(ir::TargetKind::Drop); }
+  ir::Rule&& reject() { return finish(ir::TargetKind::Reject); }
+  ir::Rule&& ret() { return finish(ir::TargetKind::Return); }
+  ir::Rule&& no_target() { return finish(ir::TargetKind::None); }
+  ir::Rule&& dnat(const IPAddr& ip, int32_t port);
+  ir::Rule&& masquerade(bool random_fully);
+  ir::Rule&& mark_or(uint32_t mark);
+  ir::Rule&& mark_xor(uint32_t mark);
 
  private:
   RuleBuilder& addr(ir::ArgKind kind, const CIDR& c, bool bare, bool negate);
   RuleBuilder& module(const char* name);
-  ir::Rule finish(ir::TargetKind kind, const std::string& chain = "");
-  ir::Rule rule_;
+  ir::Rule&& finish(ir::TargetKind kind, const std::string* chain = nullptr);
+  Arg& add(ir::ArgKind kind, bool negate = false);
+  ir::Rule& rule_;
 };
 
 }  // namespace kpc::iptables

@@ -2,6 +2,7 @@
 // kube-proxy's proxier.go and its unit tests (docs/compatibility.md).
 #include <cstdio>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "compiler/ir/printer.h"
 
@@ -21,6 +22,18 @@ void hex08(std::string& out, uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, " 0x%08x", v);
   out += buf;
+}
+
+// "%.10f" of p. kube-proxy's probabilities are 1/n for small n, so the same few values
+// repeat over thousands of rules: format each distinct value once.
+const std::string& probability_text(double p) {
+  thread_local std::unordered_map<double, std::string> cache;
+  auto it = cache.find(p);
+  if (it != cache.end()) return it->second;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.10f", p);
+  if (cache.size() > 4096) cache.clear();  // bounded: arbitrary parsed programs may vary widely
+  return cache.emplace(p, buf).first->second;
 }
 
 void address(std::string& out, const Arg& a) {
@@ -78,13 +91,11 @@ void arg(std::string& out, const Arg& a) {
       break;
     }
     case ArgKind::StatMode: out += " --mode"; word(out, a.text); break;
-    case ArgKind::Probability: {
+    case ArgKind::Probability:
       neg(out, a.neg);
-      char buf[32];
-      std::snprintf(buf, sizeof buf, " --probability %.10f", a.real);
-      out += buf;
+      out += " --probability ";
+      out += probability_text(a.real);
       break;
-    }
     case ArgKind::StatEvery: out += " --every "; out += std::to_string(a.value); break;
     case ArgKind::StatPacket: out += " --packet "; out += std::to_string(a.value); break;
     case ArgKind::RecentCmd: neg(out, a.neg); out += " --"; out += a.text; break;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <tuple>
 
 namespace kpc::proxy {
@@ -28,20 +29,29 @@ std::string join_host_port(const IPAddr& ip, int32_t port) {
   return ip.str() + ":" + std::to_string(port);
 }
 
-using PortKey = std::tuple<std::string, std::string, std::string, Protocol>;  // ns, service, port name, proto
+// "ns/service:port/PROTO": the endpoints map key of kube-proxy's endpointslicecache.
+std::string port_key(const std::string& ns, const std::string& service, const std::string& port, Protocol p) {
+  std::string k;
+  k.reserve(ns.size() + service.size() + port.size() + 4);
+  k.append(ns).append("/").append(service).append(":").append(port).append("/");
+  k += static_cast<char>('0' + static_cast<int>(p));
+  return k;
+}
 
 // endpointslicecache: merge the endpoints of every slice of a service, per port key.
-std::map<PortKey, std::vector<EndpointInfo>> collect_endpoints(const Snapshot& snap, const NodeContext& node) {
-  std::map<PortKey, std::map<std::string, EndpointInfo>> merged;
+std::unordered_map<std::string, std::vector<EndpointInfo>> collect_endpoints(const Snapshot& snap,
+                                                                             const NodeContext& node) {
+  std::unordered_map<std::string, std::vector<EndpointInfo>> merged;
   AddressType want = node.family == IPFamily::V4 ? AddressType::IPv4 : AddressType::IPv6;
   for (const auto& slice : snap.slices) {  // sorted by namespace/name: deterministic merge order
     if (slice.address_type != want || slice.service_name().empty() || ignored_by_labels(slice.meta)) continue;
     for (const auto& port : slice.ports) {
       if (!port.name || !port.protocol || !port.port || *port.port == 0) continue;
-      auto& eps = merged[{slice.meta.ns, slice.service_name(), *port.name, *port.protocol}];
+      auto& eps = merged[port_key(slice.meta.ns, slice.service_name(), *port.name, *port.protocol)];
+      eps.reserve(eps.size() + slice.endpoints.size());
       for (const auto& ep : slice.endpoints) {
         if (ep.addresses.empty()) continue;
-        EndpointInfo e;
+        EndpointInfo& e = eps.emplace_back();
         e.ip = ep.addresses[0];
         e.port = *port.port;
         e.str = join_host_port(e.ip, e.port);
@@ -51,19 +61,28 @@ std::map<PortKey, std::vector<EndpointInfo>> collect_endpoints(const Snapshot& s
         e.local = ep.node_name && *ep.node_name == node.node_name;
         e.zone_hints = ep.hint_zones;
         e.node_hints = ep.hint_nodes;
-        // A later non-terminating endpoint replaces an earlier one; a terminating one never does.
-        auto it = eps.find(e.str);
-        if (it == eps.end()) eps.emplace(e.str, std::move(e));
-        else if (!e.terminating) it->second = std::move(e);
       }
     }
   }
-  std::map<PortKey, std::vector<EndpointInfo>> out;
+  // Sort by endpoint string (byte order, as kube-proxy) and resolve duplicates: a later
+  // non-terminating endpoint replaces an earlier one; a terminating one never does.
   for (auto& [key, eps] : merged) {
-    auto& list = out[key];
-    for (auto& [str, e] : eps) list.push_back(std::move(e));  // std::map: already byte-order sorted
+    std::stable_sort(eps.begin(), eps.end(), [](const EndpointInfo& a, const EndpointInfo& b) { return a.str < b.str; });
+    size_t out = 0;
+    for (size_t i = 0; i < eps.size();) {
+      size_t end = i + 1;
+      size_t pick = i;
+      while (end < eps.size() && eps[end].str == eps[i].str) {
+        if (!eps[end].terminating) pick = end;
+        ++end;
+      }
+      if (out != pick) eps[out] = std::move(eps[pick]);
+      ++out;
+      i = end;
+    }
+    eps.resize(out);
   }
-  return out;
+  return merged;
 }
 
 }  // namespace
@@ -108,8 +127,9 @@ std::vector<ServicePortInfo> build_service_ports(const Snapshot& snap, const Nod
       if (t == ServiceType::LoadBalancer && sp.external_policy_local) sp.health_check_node_port = svc.health_check_node_port;
       sp.affinity_client_ip = svc.session_affinity == SessionAffinity::ClientIP;
       sp.affinity_seconds = svc.affinity_timeout_seconds;
-      auto it = endpoints.find({svc.meta.ns, svc.meta.name, p.name, p.protocol});
-      if (it != endpoints.end()) sp.endpoints = it->second;
+      // Each key belongs to exactly one Service port (names and port/protocol pairs are unique).
+      auto it = endpoints.find(port_key(svc.meta.ns, svc.meta.name, p.name, p.protocol));
+      if (it != endpoints.end()) sp.endpoints = std::move(it->second);
       out.push_back(std::move(sp));
     }
   }
