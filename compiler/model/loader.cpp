@@ -239,6 +239,11 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, Di
       for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator();
            it.increment(ec)) {
         auto ext = it->path().extension().string();
+        // Hidden files and directories (.git, editor swap files, fixture metadata) are skipped.
+        if (it->path().filename().string().starts_with(".")) {
+          if (it->is_directory()) it.disable_recursion_pending();
+          continue;
+        }
         if (it->is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json"))
           found.push_back(it->path().string());
       }

@@ -21,7 +21,7 @@ std::vector<std::string> snapshot_files(const std::string& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     auto name = e.path().filename().string();
     auto ext = e.path().extension().string();
-    if (e.is_regular_file() && name != "case.yaml" && (ext == ".yaml" || ext == ".yml" || ext == ".json"))
+    if (e.is_regular_file() && name != "case.yaml" && name[0] != '.' && (ext == ".yaml" || ext == ".yml" || ext == ".json"))
       out.push_back(e.path().string());
   }
   std::sort(out.begin(), out.end());
@@ -52,11 +52,15 @@ bool updating_golden() {
 std::vector<FixtureCase> discover_fixtures() {
   std::vector<FixtureCase> cases;
   for (const auto& e : fs::directory_iterator(source_path("fixtures"))) {
-    if (!e.is_directory() || !fs::exists(e.path() / "case.yaml")) continue;
+    // Metadata is case.yaml, or .case.yaml where the directory doubles as a snapshot
+    // users point kpc at (fixtures/example: the loader skips hidden files).
+    fs::path meta_path = e.path() / "case.yaml";
+    if (!fs::exists(meta_path)) meta_path = e.path() / ".case.yaml";
+    if (!e.is_directory() || !fs::exists(meta_path)) continue;
     FixtureCase c;
     c.name = e.path().filename().string();
     c.dir = e.path().string();
-    YAML::Node meta = YAML::LoadFile((e.path() / "case.yaml").string());
+    YAML::Node meta = YAML::LoadFile(meta_path.string());
     for (const auto& b : meta["backends"]) c.backends.push_back(b.as<std::string>());
     if (meta["steps"]) {
       for (const auto& s : meta["steps"]) {
