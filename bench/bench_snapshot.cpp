@@ -62,6 +62,37 @@ void BM_CompileFull(benchmark::State& state) {
 }
 BENCHMARK(BM_CompileFull)->Unit(benchmark::kMillisecond)->Iterations(5);
 
+// Issue 4: one Service changed (an endpoint added). The compile phase of the partial
+// from the two loaded snapshots; the program's size relative to the full one.
+void BM_CompilePartialOneChange(benchmark::State& state) {
+  const Snapshot& prior = loaded();
+  static Snapshot next = [] {
+    Snapshot s = loaded();
+    for (auto& sl : s.slices)
+      if (sl.meta.name == "svc-42-abcde") {
+        Endpoint ep = sl.endpoints[0];
+        ep.addresses = {*IPAddr::parse("10.200.0.1")};
+        sl.endpoints.push_back(ep);
+      }
+    return s;
+  }();
+  size_t bytes = 0, full = 0;
+  {
+    DiagSink d;
+    full = compile_iptables(next, Backend::IPTables, {}, d)->text.size();
+  }
+  for (auto _ : state) {
+    DiagSink diags;
+    auto r = compile_iptables_from_prior(next, prior, Backend::IPTables, {}, diags);
+    if (!r || !r->partial) state.SkipWithError("not a partial");
+    bytes = r->text.size();
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["partial_MB"] = static_cast<double>(bytes) / 1e6;
+  state.counters["pct_of_full"] = 100.0 * static_cast<double>(bytes) / static_cast<double>(full);
+}
+BENCHMARK(BM_CompilePartialOneChange)->Unit(benchmark::kMillisecond)->Iterations(3);
+
 // Phases of the compile, to see where the time goes.
 void BM_PhaseServicePorts(benchmark::State& state) {
   const Snapshot& snap = loaded();
