@@ -60,4 +60,28 @@ bool read_json(const SourceManager& sm, uint32_t file, const ReadLimits& limits,
 bool read_yaml(const SourceManager& sm, uint32_t file, const ReadLimits& limits,
                std::vector<DocNode>* out, DiagSink& diags);
 
+/// The yaml-cpp reader alone (read_yaml without its fast path): the reference that
+/// read_yaml_fast is checked against, and its fallback. Same contract as read_yaml.
+bool read_yaml_reference(const SourceManager& sm, uint32_t file, const ReadLimits& limits,
+                         std::vector<DocNode>* out, DiagSink& diags);
+
+/// Fast path for the YAML that kubectl prints and people write for Kubernetes (block
+/// maps and sequences, single-line plain and quoted scalars, literal block scalars,
+/// one-line flow collections; see doc_yaml_fast.cpp for the exact subset). Either produces exactly what
+/// read_yaml_reference would (same trees, positions, diagnostics and return value) and
+/// sets *declined = false, or meets something outside its subset, sets *declined = true
+/// and leaves *out and diags untouched, so the caller can fall back to the reference.
+bool read_yaml_fast(const SourceManager& sm, uint32_t file, const ReadLimits& limits,
+                    std::vector<DocNode>* out, DiagSink& diags, bool* declined);
+
+/// Why the last read_yaml_fast call on this thread declined ("LINE:COL: reason"), or "".
+std::string yaml_fast_decline_reason();
+
+/// Kind of an untagged plain scalar that is not null (YAML 1.1 as go-yaml v2 types it,
+/// restricted to what the API can carry). Shared by both YAML readers.
+DocNode::Kind resolve_plain_scalar(std::string_view v);
+
+/// The plain-scalar spellings yaml-cpp reads as null: "", "~", "null", "Null", "NULL".
+bool is_yaml_null_plain(std::string_view v);
+
 }  // namespace kpc

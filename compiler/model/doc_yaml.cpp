@@ -20,12 +20,6 @@ struct YamlStop {
   std::string message;
 };
 
-bool one_of(const std::string& v, std::initializer_list<const char*> words) {
-  for (const char* w : words)
-    if (v == w) return true;
-  return false;
-}
-
 bool all_digits(std::string_view v) {
   if (v.empty()) return false;
   for (char c : v)
@@ -33,13 +27,24 @@ bool all_digits(std::string_view v) {
   return true;
 }
 
+}  // namespace
+
 // Resolves an untagged plain scalar to a kind (YAML 1.1 as go-yaml v2 does, restricted
 // to what the API can carry). Leading-zero integers are kept as strings: go-yaml would
 // read them as octal, a classic surprise, and a string fails loudly in an integer field.
-DocNode::Kind resolve_plain(const std::string& v) {
-  if (one_of(v, {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
-                 "NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n", "N"}))
-    return DocNode::Kind::Bool;
+// Shared with the fast reader (doc_yaml_fast.cpp), so both type scalars identically.
+DocNode::Kind resolve_plain_scalar(std::string_view v) {
+  static constexpr std::string_view kBools[] = {"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes",
+                                                "YES",  "no",   "No",   "NO",    "on",    "On",    "ON",  "off",
+                                                "Off",  "OFF",  "y",    "Y",     "n",     "N"};
+  switch (v.empty() ? '\0' : v[0]) {  // every boolean spelling starts with one of these
+    case 't': case 'T': case 'f': case 'F': case 'y': case 'Y': case 'n': case 'N': case 'o': case 'O':
+      for (std::string_view w : kBools)
+        if (v == w) return DocNode::Kind::Bool;
+      break;
+    default:
+      break;
+  }
   std::string_view d = v;
   if (!d.empty() && (d[0] == '-' || d[0] == '+')) d.remove_prefix(1);
   if (all_digits(d) && (d.size() == 1 || d[0] != '0')) return DocNode::Kind::Int;
@@ -53,6 +58,8 @@ DocNode::Kind resolve_plain(const std::string& v) {
   if (ok && has_digit && dots == 1) return DocNode::Kind::Float;
   return DocNode::Kind::String;
 }
+
+namespace {
 
 class Builder : public YAML::EventHandler {
  public:
@@ -90,7 +97,7 @@ class Builder : public YAML::EventHandler {
     DocNode n;
     n.pos = pos(mark);
     n.text = value;
-    if (tag == "?") n.kind = resolve_plain(value);
+    if (tag == "?") n.kind = resolve_plain_scalar(value);
     else if (tag == "!" || tag == "tag:yaml.org,2002:str") n.kind = DocNode::Kind::String;
     else if (tag == "tag:yaml.org,2002:int") n.kind = DocNode::Kind::Int;
     else if (tag == "tag:yaml.org,2002:bool") n.kind = DocNode::Kind::Bool;
@@ -183,6 +190,15 @@ class Builder : public YAML::EventHandler {
 
 bool read_yaml(const SourceManager& sm, uint32_t file, const ReadLimits& limits, std::vector<DocNode>* out,
                DiagSink& diags) {
+  // The fast path covers what kubectl prints; anything else goes to yaml-cpp, whole file.
+  bool declined = false;
+  bool ok = read_yaml_fast(sm, file, limits, out, diags, &declined);
+  if (!declined) return ok;
+  return read_yaml_reference(sm, file, limits, out, diags);
+}
+
+bool read_yaml_reference(const SourceManager& sm, uint32_t file, const ReadLimits& limits,
+                         std::vector<DocNode>* out, DiagSink& diags) {
   std::istringstream in(sm.text(file));
   Builder builder(file, limits);
   try {
