@@ -57,6 +57,7 @@ std::optional<CompileResult> compile_iptables_from_prior(const Snapshot& next, c
   // stale-chain scan (iptables-save -t nat) would find.
   iptables::SyncOptions prior_opts;
   prior_opts.collect_active_chains = true;
+  prior_opts.chains_only = true;
   iptables::SyncResult prior_sync = iptables::lower_iptables(prior_ports, *prior_node, prior_opts);
   auto changes = proxy::compute_changes(prior, prior_ports, *prior_node, next, next_ports, *next_node);
   iptables::SyncOptions opts;

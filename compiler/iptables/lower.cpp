@@ -95,7 +95,7 @@ void append(OpBuffer& buf, const std::string& chain, Rule&& rule) { buf.append(c
 class Lowering {
  public:
   Lowering(const NodeContext& node, const SyncOptions& opts, SyncResult& result)
-      : node_(node), opts_(opts), result_(result), mark_(node.masquerade_mark), b_(opts.keep_ir),
+      : node_(node), opts_(opts), result_(result), mark_(node.masquerade_mark), b_(opts.keep_ir, opts.chains_only),
         discard_(false, true) {}
 
   void run(const std::vector<ServicePortInfo>& ports) {

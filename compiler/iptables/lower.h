@@ -29,6 +29,8 @@ struct SyncOptions {
   bool keep_ir = false;
   /// Fill SyncResult::active_nat_chains (always done when existing_nat_chains is given).
   bool collect_active_chains = false;
+  /// Only compute the chain set and statistics; write no text (a prior's chains).
+  bool chains_only = false;
 };
 
 struct SyncResult {

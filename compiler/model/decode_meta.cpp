@@ -1,3 +1,5 @@
+#include <cstdint>
+
 #include "compiler/model/decode.h"
 #include "compiler/model/names.h"
 #include "compiler/model/reader.h"
@@ -47,46 +49,83 @@ void decode_meta(const DocNode& obj, const char* kind, bool namespaced, int name
 }
 
 std::optional<Duration> parse_go_duration(std::string_view s) {
-  // Grammar of Go's time.ParseDuration: [-+]? (number unit)+ | "0".
-  if (s == "0" || s == "+0" || s == "-0") return Duration{0};
+  // Go's time.ParseDuration: [-+]? ([0-9]*(\.[0-9]*)? unit)+ | [-+]? "0", computed in exact
+  // integer nanoseconds with the same overflow rules: the magnitude may reach 2^63 ns for a
+  // negative duration and 2^63-1 ns (2562047h47m16.854775807s) for a positive one. (Go
+  // scales the fraction in float64, which gives the same result for every fraction of up
+  // to 15 digits; beyond that Go may differ by rounding, this is exact.)
+  constexpr uint64_t kLimit = uint64_t{1} << 63;
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
   bool neg = false;
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) {
     neg = s[0] == '-';
     s.remove_prefix(1);
   }
+  if (s == "0") return Duration{0};
   if (s.empty()) return std::nullopt;
-  long double total = 0;
+  uint64_t total = 0;
   while (!s.empty()) {
+    if (!(s[0] == '.' || is_digit(s[0]))) return std::nullopt;
+    // Integer part (Go's leadingInt): overflow is an error.
     size_t i = 0;
-    long double v = 0, scale = 1;
-    bool digits = false, dot = false;
-    while (i < s.size() && ((s[i] >= '0' && s[i] <= '9') || (s[i] == '.' && !dot))) {
-      if (s[i] == '.') dot = true;
-      else {
-        digits = true;
-        if (dot) scale /= 10, v += (s[i] - '0') * scale;
-        else v = v * 10 + (s[i] - '0');
-      }
-      ++i;
+    uint64_t v = 0;
+    for (; i < s.size() && is_digit(s[i]); ++i) {
+      if (v > kLimit / 10) return std::nullopt;
+      v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+      if (v > kLimit) return std::nullopt;
     }
-    if (!digits) return std::nullopt;
+    bool pre = i > 0;
+    // Fraction (Go's leadingFraction): digits beyond what fits are read and ignored.
+    uint64_t f = 0, scale = 1;
+    bool post = false;
+    if (i < s.size() && s[i] == '.') {
+      ++i;
+      bool overflow = false;
+      for (; i < s.size() && is_digit(s[i]); ++i) {
+        post = true;
+        if (overflow) continue;
+        if (f > (kLimit - 1) / 10) {
+          overflow = true;
+          continue;
+        }
+        uint64_t y = f * 10 + static_cast<uint64_t>(s[i] - '0');
+        if (y > kLimit) {
+          overflow = true;
+          continue;
+        }
+        f = y;
+        scale *= 10;
+      }
+    }
+    if (!pre && !post) return std::nullopt;  // ".s"
     size_t u = i;
-    while (u < s.size() && !((s[u] >= '0' && s[u] <= '9') || s[u] == '.')) ++u;
+    while (u < s.size() && !(is_digit(s[u]) || s[u] == '.')) ++u;
+    if (u == i) return std::nullopt;  // missing unit
     std::string_view unit = s.substr(i, u - i);
-    long double mult;
+    uint64_t mult;
     if (unit == "ns") mult = 1;
-    else if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") mult = 1e3;
-    else if (unit == "ms") mult = 1e6;
-    else if (unit == "s") mult = 1e9;
-    else if (unit == "m") mult = 60e9;
-    else if (unit == "h") mult = 3600e9;
+    else if (unit == "us" || unit == "\xC2\xB5s" || unit == "\xCE\xBCs") mult = 1'000;
+    else if (unit == "ms") mult = 1'000'000;
+    else if (unit == "s") mult = 1'000'000'000;
+    else if (unit == "m") mult = 60'000'000'000;
+    else if (unit == "h") mult = 3'600'000'000'000;
     else return std::nullopt;
-    total += v * mult;
-    if (total > 9.2e18L) return std::nullopt;
+    if (v > kLimit / mult) return std::nullopt;
+    v *= mult;
+    if (f > 0) {
+      // f / scale of a unit, truncated toward zero; f < scale <= 10^19 and mult < 2^42, so
+      // the product needs 128 bits.
+      __extension__ using u128 = unsigned __int128;
+      v += static_cast<uint64_t>(static_cast<u128>(f) * mult / scale);
+      if (v > kLimit) return std::nullopt;
+    }
+    if (v > kLimit - total) return std::nullopt;
+    total += v;
     s.remove_prefix(u);
   }
-  auto ns = static_cast<int64_t>(total);
-  return Duration{neg ? -ns : ns};
+  if (neg) return Duration{total == kLimit ? INT64_MIN : -static_cast<int64_t>(total)};
+  if (total > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return Duration{static_cast<int64_t>(total)};
 }
 
 }  // namespace kpc

@@ -68,26 +68,35 @@ void decode_ports(const DocNode* spec, Service* svc, ObjectReader& r) {
 
 void decode_cluster_ips(const DocNode* spec, Service* svc, ObjectReader& r) {
   auto cip = r.str(spec, "clusterIP", "spec.clusterIP");
-  std::vector<std::string> cips = r.str_list(spec, "clusterIPs", "spec.clusterIPs");
+  // Entries keep their index as written: a non-string entry (reported by str_list) must not
+  // shift the paths and positions of the entries after it.
+  std::vector<ObjectReader::ListEntry> cips = r.str_list(spec, "clusterIPs", "spec.clusterIPs");
   const DocNode* cips_node = spec ? spec->get("clusterIPs") : nullptr;
-  if (cip && !cips.empty() && cips[0] != *cip)
+  const size_t listed = cips_node && cips_node->is_seq() ? cips_node->items.size() : 0;
+  if (cip && !cips.empty() && cips[0].index == 0 && cips[0].value != *cip)
     r.error(DiagCode::FamilyMismatch, cips_node->pos, "spec.clusterIPs[0]",
             "must match spec.clusterIP \"" + *cip + "\"");
   // Positions come from clusterIPs when the list is what we read, else from clusterIP.
-  bool from_list = !cips.empty();
-  if (cips.empty() && cip && !cip->empty()) cips.push_back(*cip);
-  if (cips.size() > 2) r.error(DiagCode::TooMany, cips_node->pos, "spec.clusterIPs", "may have at most 2 entries");
-  for (size_t i = 0; i < cips.size() && i < 2; ++i) {
-    bool listed = from_list && i < cips_node->items.size();
-    std::string path = listed ? index_path("spec.clusterIPs", i) : "spec.clusterIP";
-    Pos pos = listed ? cips_node->items[i].pos : spec->get("clusterIP")->pos;
-    if (cips[i] == "None") {
-      if (cips.size() != 1) r.error(DiagCode::FamilyMismatch, pos, path, "\"None\" must be the only cluster IP");
+  const bool from_list = listed > 0;
+  if (!from_list && cip && !cip->empty()) {
+    Pos pos = spec->get("clusterIP")->pos;
+    cips.push_back(ObjectReader::ListEntry{0, pos, *cip});
+    // The API server defaults clusterIPs from clusterIP: later checks (E0602) that speak of
+    // spec.clusterIPs[0] find it at the clusterIP.
+    r.record("spec.clusterIPs[0]", pos);
+  }
+  const size_t count = from_list ? listed : cips.size();
+  if (count > 2) r.error(DiagCode::TooMany, cips_node->pos, "spec.clusterIPs", "may have at most 2 entries");
+  for (const auto& e : cips) {
+    if (e.index >= 2) continue;
+    std::string path = from_list ? index_path("spec.clusterIPs", e.index) : "spec.clusterIP";
+    if (e.value == "None") {
+      if (count != 1) r.error(DiagCode::FamilyMismatch, e.pos, path, "\"None\" must be the only cluster IP");
       svc->headless = true;
       continue;
     }
-    if (auto ip = r.ip_text(cips[i], pos, path)) {
-      if (ip->is_unspecified()) r.error(DiagCode::InvalidIP, pos, path, "may not be the unspecified address");
+    if (auto ip = r.ip_text(e.value, e.pos, path)) {
+      if (ip->is_unspecified()) r.error(DiagCode::InvalidIP, e.pos, path, "may not be the unspecified address");
       svc->cluster_ips.push_back(*ip);
     }
   }

@@ -135,11 +135,16 @@ bool decode_node(const DocNode& obj, Node* node, DiagSink& diags) {
   ObjectReader r("Node", &node->meta.fields, diags);
   decode_meta(obj, "Node", false, 0, &node->meta, r);
   const DocNode* spec = r.map(&obj, "spec", "spec");
-  std::vector<std::string> cidrs = r.str_list(spec, "podCIDRs", "spec.podCIDRs");
-  if (cidrs.empty())
-    if (auto c = r.str(spec, "podCIDR", "spec.podCIDR"); c && !c->empty()) cidrs.push_back(*c);
-  for (size_t i = 0; i < cidrs.size(); ++i)
-    if (auto c = r.cidr_text(cidrs[i], spec->pos, index_path("spec.podCIDRs", i))) node->pod_cidrs.push_back(*c);
+  // Each invalid CIDR is reported at its own entry; the singular (older) spec.podCIDR is
+  // read only when podCIDRs is absent or empty, and reported under its own path.
+  std::vector<ObjectReader::ListEntry> cidrs = r.str_list(spec, "podCIDRs", "spec.podCIDRs");
+  const DocNode* list = spec && spec->is_map() ? spec->get("podCIDRs") : nullptr;
+  if (list && list->is_seq() && !list->items.empty()) {
+    for (const auto& e : cidrs)
+      if (auto c = r.cidr_text(e.value, e.pos, index_path("spec.podCIDRs", e.index))) node->pod_cidrs.push_back(*c);
+  } else if (auto c = r.str(spec, "podCIDR", "spec.podCIDR"); c && !c->empty()) {
+    if (auto cidr = r.cidr_text(*c, spec->get("podCIDR")->pos, "spec.podCIDR")) node->pod_cidrs.push_back(*cidr);
+  }
   const DocNode* status = r.map(&obj, "status", "status");
   if (const DocNode* addrs = r.seq(status, "addresses", "status.addresses")) {
     for (size_t i = 0; i < addrs->items.size(); ++i) {

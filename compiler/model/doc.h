@@ -49,6 +49,13 @@ struct ReadLimits {
   size_t max_depth = 64;               ///< Kubernetes objects nest < 20 deep
   size_t max_nodes = 50'000'000;       ///< total nodes per file, after alias expansion
   size_t max_alias_nodes = 1'000'000;  ///< nodes created by alias expansion per file
+  /// Text bytes (scalar values and mapping keys) created by alias expansion per file.
+  /// The node limit alone lets one big scalar aliased many times expand a small file
+  /// into gigabytes. The effective limit is the larger of this and
+  /// kAliasBytesPerInputByte x the file's size: aliases may copy up to twice the file's
+  /// own text, and always at least 16 MiB (E0013 when exceeded).
+  size_t max_alias_bytes = size_t{16} << 20;
+  static constexpr size_t kAliasBytesPerInputByte = 2;
 };
 
 /// Parses one JSON value. On error reports E0011/E0012 and returns false.

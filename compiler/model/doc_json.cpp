@@ -31,8 +31,9 @@ class JsonReader {
   }
 
  private:
-  [[noreturn]] void fail(std::string msg, DiagCode code = DiagCode::JsonSyntax) {
-    throw JsonError{i_, std::move(msg), code, Pos{}};
+  [[noreturn]] void fail(std::string msg, DiagCode code = DiagCode::JsonSyntax) { fail_at(i_, std::move(msg), code); }
+  [[noreturn]] void fail_at(size_t offset, std::string msg, DiagCode code = DiagCode::JsonSyntax) {
+    throw JsonError{offset, std::move(msg), code, Pos{}};
   }
   Pos here() const { return sm_.position(file_, i_); }
 
@@ -52,13 +53,15 @@ class JsonReader {
     return " but found a non-printable byte";
   }
 
+  // depth = number of collections enclosing this value (0 for the root). Like the YAML
+  // reader, only collections count: at most max_depth of them may nest.
   void value(DocNode* out, size_t depth) {
-    if (depth > limits_.max_depth)
-      fail("nesting deeper than " + std::to_string(limits_.max_depth) + " levels", DiagCode::NestingTooDeep);
     if (++nodes_ > limits_.max_nodes) fail("too many values in one file", DiagCode::NestingTooDeep);
     out->pos = here();
     if (i_ >= s_.size()) fail("expected a value but the input ended");
     char c = s_[i_];
+    if ((c == '{' || c == '[') && depth >= limits_.max_depth)
+      fail("nesting deeper than " + std::to_string(limits_.max_depth) + " levels", DiagCode::NestingTooDeep);
     switch (c) {
       case '{': return object(out, depth);
       case '[': return array(out, depth);
@@ -117,12 +120,13 @@ class JsonReader {
     if (i_ + 4 > s_.size()) fail("truncated \\u escape");
     unsigned v = 0;
     for (int k = 0; k < 4; ++k) {
-      char c = s_[i_++];
+      char c = s_[i_];
       v <<= 4;
       if (c >= '0' && c <= '9') v |= static_cast<unsigned>(c - '0');
       else if (c >= 'a' && c <= 'f') v |= static_cast<unsigned>(c - 'a' + 10);
       else if (c >= 'A' && c <= 'F') v |= static_cast<unsigned>(c - 'A' + 10);
-      else fail("invalid \\u escape");
+      else fail("invalid \\u escape");  // at the offending character
+      ++i_;
     }
     return v;
   }
@@ -163,6 +167,7 @@ class JsonReader {
         continue;
       }
       out.append(s_.substr(run, i_ - run));
+      const size_t esc = i_;  // the backslash: escape errors are reported here
       ++i_;
       if (i_ >= s_.size()) fail("unterminated string");
       char e = s_[i_++];
@@ -178,18 +183,19 @@ class JsonReader {
         case 'u': {
           unsigned cp = hex4();
           if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (s_.compare(i_, 2, "\\u") != 0) fail("unpaired UTF-16 surrogate in \\u escape");
+            if (s_.compare(i_, 2, "\\u") != 0) fail_at(esc, "unpaired UTF-16 surrogate in \\u escape");
+            const size_t lo_esc = i_;
             i_ += 2;
             unsigned lo = hex4();
-            if (lo < 0xDC00 || lo > 0xDFFF) fail("invalid UTF-16 surrogate pair");
+            if (lo < 0xDC00 || lo > 0xDFFF) fail_at(lo_esc, "invalid UTF-16 surrogate pair");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
           } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            fail("unpaired UTF-16 surrogate in \\u escape");
+            fail_at(esc, "unpaired UTF-16 surrogate in \\u escape");
           }
           append_utf8(out, cp);
           break;
         }
-        default: fail("invalid escape sequence");
+        default: fail_at(esc, "invalid escape sequence");
       }
       run = i_;
     }

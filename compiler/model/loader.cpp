@@ -161,8 +161,10 @@ class SnapshotBuilder {
       for (size_t i = 0; i < s.cluster_ips.size(); ++i) {
         auto [it, fresh] = ips.emplace(s.cluster_ips[i], &s);
         if (fresh || it->second == &s) continue;
-        Diagnostic d{DiagCode::ClusterIPConflict, s.meta.fields.at("spec.clusterIP"), "Service " + s.meta.key(),
-                     "spec.clusterIPs[" + std::to_string(i) + "]",
+        // Located at the conflicting entry (decode_cluster_ips records spec.clusterIPs[0] at
+        // spec.clusterIP when only the singular field is written).
+        std::string path = "spec.clusterIPs[" + std::to_string(i) + "]";
+        Diagnostic d{DiagCode::ClusterIPConflict, s.meta.fields.at(path), "Service " + s.meta.key(), path,
                      s.cluster_ips[i].str() + " is already allocated to Service " + it->second->meta.key(), {}};
         if (!d.pos.known()) d.pos = s.meta.pos;
         d.notes.push_back("allocated at " + where(sm_, it->second->meta.pos));

@@ -115,15 +115,15 @@ std::optional<bool> ObjectReader::boolean(const DocNode* parent, std::string_vie
   return false;
 }
 
-std::vector<std::string> ObjectReader::str_list(const DocNode* parent, std::string_view key,
-                                                const std::string& path) {
-  std::vector<std::string> out;
+std::vector<ObjectReader::ListEntry> ObjectReader::str_list(const DocNode* parent, std::string_view key,
+                                                            const std::string& path) {
+  std::vector<ListEntry> out;
   const DocNode* s = seq(parent, key, path);
   if (!s) return out;
   for (size_t i = 0; i < s->items.size(); ++i) {
     std::string p = index_path(path, i);
     if (fields_) fields_->set(p, s->items[i].pos);
-    if (auto v = as_str(s->items[i], p)) out.push_back(std::move(*v));
+    if (auto v = as_str(s->items[i], p)) out.push_back(ListEntry{i, s->items[i].pos, std::move(*v)});
   }
   return out;
 }

@@ -31,6 +31,11 @@ class ObjectReader {
   const std::string& object() const { return object_; }
   void set_object(std::string object) { object_ = std::move(object); }
   void error(DiagCode code, Pos pos, std::string path, std::string message);
+  /// Records a field position the document does not spell out (e.g. the defaulted
+  /// "spec.clusterIPs[0]" when only spec.clusterIP is written).
+  void record(std::string path, Pos pos) {
+    if (fields_) fields_->set(std::move(path), pos);
+  }
   size_t errors() const { return errors_; }
 
   /// The child node of a map, or nullptr when absent or explicitly null.
@@ -44,7 +49,14 @@ class ObjectReader {
   std::optional<int64_t> integer(const DocNode* parent, std::string_view key, const std::string& path,
                                  int64_t min, int64_t max, DiagCode range_code = DiagCode::InvalidEnum);
   std::optional<bool> boolean(const DocNode* parent, std::string_view key, const std::string& path);
-  std::vector<std::string> str_list(const DocNode* parent, std::string_view key, const std::string& path);
+  /// One string entry of a list, with its index in the list as written (non-string
+  /// entries are reported and skipped, but never shift the index of later entries).
+  struct ListEntry {
+    size_t index;
+    Pos pos;
+    std::string value;
+  };
+  std::vector<ListEntry> str_list(const DocNode* parent, std::string_view key, const std::string& path);
   std::map<std::string, std::string> str_map(const DocNode* parent, std::string_view key, const std::string& path);
 
   /// Scalar conversions of a node already in hand (lists of strings, ...).

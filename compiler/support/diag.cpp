@@ -37,19 +37,21 @@ void DiagSink::sort_and_dedup() {
 }
 
 std::string render(const Diagnostic& d, const SourceManager& sm) {
+  // File names (any byte but '/' and NUL), object names, paths and messages can all quote
+  // hostile input: never let them break the line, and never let one value flood it.
+  auto safe = [](std::string_view s) { return printable_capped(s, kMaxDiagFieldBytes); };
   std::string out;
   if (d.pos.known()) {
-    out += sm.name(d.pos.file) + ":" + std::to_string(d.pos.line) + ":" + std::to_string(d.pos.col) + ": ";
+    out += safe(sm.name(d.pos.file)) + ":" + std::to_string(d.pos.line) + ":" + std::to_string(d.pos.col) + ": ";
   }
   const DiagInfo& info = diag_info(d.code);
   out += is_warning(d.code) ? "warning[" : "error[";
   out += info.code;
   out += "]: ";
-  // Object names and messages can quote hostile input: never let them break the line.
-  if (!d.object.empty()) out += printable(d.object) + ": ";
-  if (!d.path.empty()) out += printable(d.path) + ": ";
-  out += printable(d.message);
-  for (const auto& n : d.notes) out += "\n  note: " + printable(n);
+  if (!d.object.empty()) out += safe(d.object) + ": ";
+  if (!d.path.empty()) out += safe(d.path) + ": ";
+  out += safe(d.message);
+  for (const auto& n : d.notes) out += "\n  note: " + safe(n);
   return out;
 }
 

@@ -1,21 +1,39 @@
 #include "compiler/support/net.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 namespace kpc {
 namespace {
 
-// Parses dotted-quad IPv4 into out[0..3].
+// Reads a run of decimal digits at s[*i] (at least one) as Go 1.16's dtoi does: any
+// number of digits, the value saturating at `cap` + 1. Sets *leading_zero for "0"-prefixed
+// runs longer than one digit.
+bool read_decimal(std::string_view s, size_t* i, unsigned cap, unsigned* value, bool* leading_zero) {
+  size_t start = *i;
+  unsigned v = 0;
+  while (*i < s.size() && s[*i] >= '0' && s[*i] <= '9') {
+    v = v * 10 + static_cast<unsigned>(s[(*i)++] - '0');
+    if (v > cap) v = cap + 1;  // saturate: too big whatever follows
+  }
+  if (*i == start) return false;
+  *leading_zero = *i - start > 1 && s[start] == '0';
+  *value = v;
+  return true;
+}
+
+// Parses dotted-quad IPv4 into out[0..3]. Strict: 1-3 digits, no leading zeros. Sloppy
+// (kube-proxy's ParseIPSloppy, Go 1.16 parseIPv4 + dtoi): any number of digits per part,
+// read as decimal, as long as the value is at most 255 ("10.0.0.0010" is 10.0.0.10).
 bool parse_v4(std::string_view s, bool sloppy, uint8_t* out, bool* leading_zero) {
   int part = 0;
   size_t i = 0;
   while (part < 4) {
-    size_t start = i;
     unsigned v = 0;
-    while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i - start < 4) v = v * 10 + static_cast<unsigned>(s[i++] - '0');
-    size_t n = i - start;
-    if (n == 0 || n > 3 || v > 255) return false;
-    if (n > 1 && s[start] == '0') {
+    bool lz = false;
+    if (!read_decimal(s, &i, 255, &v, &lz) || v > 255) return false;
+    if (lz) {
       if (!sloppy) return false;
       *leading_zero = true;
     }
@@ -93,6 +111,10 @@ std::optional<IPAddr> IPAddr::parse(std::string_view s, bool sloppy, ParseInfo* 
   if (s.find(':') != std::string_view::npos) {
     a.family = IPFamily::V6;
     if (!parse_v6(s, a.bytes.data())) return std::nullopt;
+    // IPv4-mapped (::ffff:0:0/96), however spelled ("::ffff:a00:1" too): Go's To4() is
+    // non-nil for these, so Kubernetes treats them as IPv4, never as IPv6 addresses.
+    static constexpr uint8_t kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF};
+    if (std::equal(std::begin(kMapped), std::end(kMapped), a.bytes.begin())) return std::nullopt;
     return a;
   }
   bool lz = false;
@@ -172,14 +194,14 @@ std::optional<CIDR> CIDR::parse(std::string_view s, bool sloppy, IPAddr::ParseIn
   }
   auto a = IPAddr::parse(s.substr(0, slash), sloppy, info);
   if (!a) return std::nullopt;
+  // The prefix length, like the IPv4 parts: sloppy mode (Go 1.16 ParseCIDR, dtoi) reads any
+  // number of digits with leading zeros as decimal.
   std::string_view len = s.substr(slash + 1);
-  if (len.empty() || len.size() > 3) return std::nullopt;
+  size_t i = 0;
   unsigned v = 0;
-  for (char c : len) {
-    if (c < '0' || c > '9') return std::nullopt;
-    v = v * 10 + static_cast<unsigned>(c - '0');
-  }
-  if (len.size() > 1 && len[0] == '0') {
+  bool lz = false;
+  if (!read_decimal(len, &i, 128, &v, &lz) || i != len.size()) return std::nullopt;
+  if (lz) {
     if (!sloppy) return std::nullopt;
     if (info) info->leading_zero = true;
   }
