@@ -16,7 +16,7 @@
 Documents are read the way kpc reads them (see docs/schemas.md):
 plain YAML scalars are typed as go-yaml v2 / kpc type them (y/n/yes/on are
 booleans, 0755 is a string, timestamps are strings), mapping keys are their text,
-and `<<` is an ordinary key. Needs only python3-jsonschema and python3-yaml.
+and `<<` is not interpreted (kpc applies merge keys; the corpus uses none). Needs only python3-jsonschema and python3-yaml.
 """
 
 import argparse
