@@ -1,0 +1,82 @@
+// The kpc binary's contract: exit codes (0 ok, 2 error; never a crash), located
+// diagnostics on stderr, and no output file (not even a partial one) on error.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/support/test_util.h"
+
+namespace kpc::test {
+namespace {
+namespace fs = std::filesystem;
+
+const char* kBad = R"(apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  clusterIP: 10.0.0.1
+  ports:
+  - {name: a, port: 80}
+  - {name: b, port: 70000}
+)";
+
+TEST(CliCompile, BadInputExitsTwoWithLocationAndWritesNothing) {
+  std::string dir = temp_dir("cli");
+  write_file(dir + "/bad.yaml", kBad);
+  std::string out = dir + "/out.restore";
+  auto r = run({bin_path("kpc"), "compile", dir + "/bad.yaml", "-o", out});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.yaml:8:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error[E0300]: Service default/web: spec.ports[1].port: 70000 is out of range 1-65535"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out + ".kpc-tmp"));
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(CliCompile, ExistingOutputIsLeftUntouchedOnError) {
+  std::string dir = temp_dir("cli");
+  write_file(dir + "/bad.yaml", kBad);
+  write_file(dir + "/out.restore", "previous\n");
+  auto r = run({bin_path("kpc"), "compile", dir + "/bad.yaml", "-o", dir + "/out.restore"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(read_file(dir + "/out.restore"), "previous\n");
+}
+
+TEST(CliCompile, ExampleCompilesForBothFamiliesAndMatchesGolden) {
+  for (const char* backend : {"iptables", "ip6tables"}) {
+    std::string dir = temp_dir("cli");
+    auto r = run({bin_path("kpc"), "compile", source_path("fixtures/example"), "--backend", backend, "-o",
+                  dir + "/out.restore", "--stats"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(read_file(dir + "/out.restore"),
+              read_file(source_path(std::string("fixtures/example/expected/") + backend + ".restore")));
+    EXPECT_NE(r.err.find("chains written:"), std::string::npos);
+  }
+}
+
+TEST(CliCompile, PriorGivesPartial) {
+  auto r = run({bin_path("kpc"), "compile", source_path("fixtures/kp-sync-proxy-rules-repeated/steps/02/snapshot.yaml"), "--stats",
+                "--prior", source_path("fixtures/kp-sync-proxy-rules-repeated/steps/01/snapshot.yaml")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, read_file(source_path(
+                       "fixtures/kp-sync-proxy-rules-repeated/steps/02/expected/iptables.partial.restore")));
+  EXPECT_NE(r.err.find("sync: partial, changed services: 1"), std::string::npos) << r.err;
+}
+
+TEST(CliValidate, ExitCodesAndVersion) {
+  EXPECT_EQ(run({bin_path("kpc"), "validate", source_path("fixtures/example")}).exit_code, 0);
+  EXPECT_EQ(run({bin_path("kpc"), "validate", "/nonexistent/file.yaml"}).exit_code, 2);
+  EXPECT_EQ(run({bin_path("kpc"), "validate"}).exit_code, 2);  // missing argument: usage error
+  EXPECT_EQ(run({bin_path("kpc"), "no-such-command"}).exit_code, 2);
+  auto v = run({bin_path("kpc"), "--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("kpc "), std::string::npos);
+  auto garbage = run({bin_path("kpc"), "validate", "-"}, std::string("\x00\x01\x02garbage", 10));
+  EXPECT_EQ(garbage.exit_code, 2);
+  EXPECT_NE(garbage.err.find("<stdin>:1:1: error[E0003]"), std::string::npos) << garbage.err;
+}
+
+}  // namespace
+}  // namespace kpc::test
