@@ -2,7 +2,11 @@
 // a rule, so that a simulated state can be compared with the kernel's own dump
 // byte for byte. Canonical order: -s -d -i -o -p -f, then each match module in
 // load order with its options in the module's own print order, then the target.
+// Every detail here was checked against iptables v1.8.9 (docs/verifier.md). The
+// verifier interns every rule by this text, so it appends in place (no temporaries).
+#include <cctype>
 #include <cstdio>
+#include <string>
 
 #include "compiler/ir/printer.h"
 
@@ -33,8 +37,59 @@ void neg(std::string& out, bool n) {
 
 void hex(std::string& out, uint32_t v) {
   char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%x", v);
-  out += buf;
+  int n = std::snprintf(buf, sizeof buf, "0x%x", v);
+  out.append(buf, static_cast<size_t>(n));
+}
+
+void num(std::string& out, uint32_t v) {
+  char buf[16];
+  char* p = buf + sizeof buf;
+  do {
+    *--p = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v);
+  out.append(p, static_cast<size_t>(buf + sizeof buf - p));
+}
+
+void address(std::string& out, const IPAddr& a) {
+  if (a.family == IPFamily::V4) {
+    for (int i = 0; i < 4; ++i) {
+      if (i) out += '.';
+      num(out, a.bytes[i]);
+    }
+  } else {
+    out += a.str();
+  }
+}
+
+// "ADDR/LEN" with host bits cleared, as iptables stores and prints it.
+void cidr(std::string& out, const CIDR& c) {
+  address(out, c.masked().addr);
+  out += '/';
+  num(out, c.len);
+}
+
+// The protocol as save prints it: the xtables_chain_protos name, else the number.
+std::string proto_save_name(std::string_view p) {
+  static const struct { const char* name; unsigned num; } protos[] = {
+      {"tcp", 6},  {"sctp", 132}, {"udp", 17}, {"udplite", 136}, {"icmp", 1}, {"ipv6-icmp", 58}, {"icmpv6", 58},
+      {"esp", 50}, {"ah", 51},    {"ipv6-mh", 135}, {"mh", 135}, {"all", 0}};
+  if (p == "tcp" || p == "udp" || p == "sctp") return std::string(p);
+  std::string l(p);
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  unsigned n = 0;
+  bool numeric = !l.empty() && l.size() <= 3 && l.find_first_not_of("0123456789") == std::string::npos;
+  if (numeric) n = static_cast<unsigned>(std::stoul(l));
+  for (const auto& e : protos)
+    if ((numeric && e.num == n) || (!numeric && l == e.name)) {
+      if (!numeric && e.num == 0) return "all";
+      for (const auto& f : protos)
+        if (f.num == e.num) return f.name;  // first name for the number
+    }
+  if (numeric) return n == 0 ? "all" : std::to_string(n);
+  if (l == "dccp") return "33";
+  if (l == "gre") return "47";
+  return l;
 }
 
 void base(std::string& out, const Rule& r) {
@@ -43,59 +98,114 @@ void base(std::string& out, const Rule& r) {
   for (ArgKind k : order)
     for (const auto& a : r.args) {
       if (a.kind != k) continue;
+      // iptables-save leaves out what matches everything: "-s 0.0.0.0/0", "-i +", "-p all".
+      if ((k == ArgKind::Src || k == ArgKind::Dst) && a.cidr.len == 0 && !a.neg) continue;
+      if ((k == ArgKind::InIface || k == ArgKind::OutIface) && a.text == "+" && !a.neg) continue;
+      std::string proto;
+      if (k == ArgKind::Proto) {
+        proto = proto_save_name(a.text);
+        if (proto == "all") continue;
+      }
       neg(out, a.neg);
       switch (k) {
-        case ArgKind::Src: out += " -s " + a.cidr.str(); break;
-        case ArgKind::Dst: out += " -d " + a.cidr.str(); break;
-        case ArgKind::InIface: out += " -i " + a.text; break;
-        case ArgKind::OutIface: out += " -o " + a.text; break;
-        case ArgKind::Proto: out += " -p " + a.text; break;
+        case ArgKind::Src: out += " -s "; cidr(out, a.cidr); break;
+        case ArgKind::Dst: out += " -d "; cidr(out, a.cidr); break;
+        case ArgKind::InIface: out += " -i "; out += a.text; break;
+        case ArgKind::OutIface: out += " -o "; out += a.text; break;
+        case ArgKind::Proto: out += " -p "; out += proto; break;
         default: out += " -f"; break;
       }
     }
 }
 
-// Options belonging to the module loaded at args[m] (up to the next Module).
-std::vector<const Arg*> options_of(const Rule& r, size_t m) {
-  std::vector<const Arg*> opts;
-  for (size_t i = m + 1; i < r.args.size() && r.args[i].kind != ArgKind::Module; ++i)
-    if (r.args[i].kind > ArgKind::Module) opts.push_back(&r.args[i]);
-  return opts;
+// The options belonging to one loaded module: the args after it up to the next Module.
+struct Opts {
+  const Arg* b;
+  const Arg* e;
+  const Arg* begin() const { return b; }
+  const Arg* end() const { return e; }
+};
+
+Opts options_of(const Rule& r, size_t m) {
+  size_t i = m + 1;
+  while (i < r.args.size() && r.args[i].kind != ArgKind::Module) ++i;
+  return Opts{r.args.data() + m + 1, r.args.data() + i};
 }
 
-const Arg* find(const std::vector<const Arg*>& opts, ArgKind k) {
-  for (const Arg* a : opts)
-    if (a->kind == k) return a;
+const Arg* find(const Opts& opts, ArgKind k) {
+  for (const Arg& a : opts)
+    if (a.kind == k) return &a;
   return nullptr;
 }
 
 void ports(std::string& out, const Arg& a, const char* name) {
+  if (a.value == 0 && a.value2 == 0xFFFF) return;  // libxt_tcp/udp/sctp: the full range is not printed
   neg(out, a.neg);
   out += name;
-  out += std::to_string(a.value);
-  if (a.value2 != a.value) out += ":" + std::to_string(a.value2);
+  num(out, a.value);
+  if (a.value2 != a.value) {
+    out += ':';
+    num(out, a.value2);
+  }
 }
 
-void recent(std::string& out, const std::vector<const Arg*>& o, IPFamily family) {
+void recent(std::string& out, const Opts& o, IPFamily family) {
   if (const Arg* c = find(o, ArgKind::RecentCmd)) {
     neg(out, c->neg);
-    out += " --" + c->text;
+    out += " --";
+    out += c->text;
   }
-  if (const Arg* a = find(o, ArgKind::RecentSeconds)) out += " --seconds " + std::to_string(a->value);
+  if (const Arg* a = find(o, ArgKind::RecentSeconds)) out += " --seconds ", num(out, a->value);
   if (find(o, ArgKind::RecentReap)) out += " --reap";
-  if (const Arg* a = find(o, ArgKind::RecentHitcount)) out += " --hitcount " + std::to_string(a->value);
+  if (const Arg* a = find(o, ArgKind::RecentHitcount)) out += " --hitcount ", num(out, a->value);
   if (find(o, ArgKind::RecentRttl)) out += " --rttl";
   const Arg* name = find(o, ArgKind::RecentName);
-  out += " --name " + (name ? name->text : std::string("DEFAULT"));
+  out += " --name ";
+  out += name ? name->text : std::string("DEFAULT");
   const Arg* mask = find(o, ArgKind::RecentMask);
   out += " --mask ";
-  out += mask ? mask->cidr.addr.str() : family == IPFamily::V4 ? "255.255.255.255" : "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff";
+  if (mask) address(out, mask->cidr.addr);
+  else out += family == IPFamily::V4 ? "255.255.255.255" : "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff";
   const Arg* side = find(o, ArgKind::RecentSide);
-  out += " --" + (side ? side->text : std::string("rsource"));
+  out += " --";
+  out += side ? side->text : std::string("rsource");
 }
 
-void module(std::string& out, const std::string& name, const std::vector<const Arg*>& o, IPFamily family) {
-  out += " -m " + name;
+// addrtype types in kernel bit order; Arg::value holds the mask when parsed, else text is used.
+void addrtypes(std::string& out, const Arg& a) {
+  static const char* names[] = {"UNSPEC",    "UNICAST",     "LOCAL",    "BROADCAST", "ANYCAST", "MULTICAST",
+                                "BLACKHOLE", "UNREACHABLE", "PROHIBIT", "THROW",     "NAT",     "XRESOLVE"};
+  if (a.value == 0) {
+    out += a.text;
+    return;
+  }
+  bool first = true;
+  for (unsigned b = 0; b < 12; ++b)
+    if (a.value & (1u << b)) {
+      if (!first) out += ',';
+      out += names[b];
+      first = false;
+    }
+}
+
+void option_as_given(std::string& out, const Arg& a) {
+  neg(out, a.neg);
+  out += ' ';
+  out += a.text2;
+  if (!a.text.empty()) {
+    out += ' ';
+    out += a.text;
+  }
+}
+
+void unknown_opts(std::string& out, const Opts& o) {
+  for (const Arg& a : o)
+    if (a.kind == ArgKind::Unknown) option_as_given(out, a);
+}
+
+void module(std::string& out, const std::string& name, const Opts& o, IPFamily family) {
+  out += " -m ";
+  out += name;
   if (name == "comment") {
     if (const Arg* a = find(o, ArgKind::Comment)) {
       out += " --comment";
@@ -104,11 +214,10 @@ void module(std::string& out, const std::string& name, const std::vector<const A
   } else if (name == "tcp" || name == "udp" || name == "sctp") {
     if (const Arg* a = find(o, ArgKind::SPort)) ports(out, *a, " --sport ");
     if (const Arg* a = find(o, ArgKind::DPort)) ports(out, *a, " --dport ");
-    for (const Arg* a : o)
-      if (a->kind == ArgKind::Unknown) { neg(out, a->neg); out += " " + a->text2 + (a->text.empty() ? "" : " " + a->text); }
+    unknown_opts(out, o);
   } else if (name == "addrtype") {
-    if (const Arg* a = find(o, ArgKind::SrcType)) { neg(out, a->neg); out += " --src-type " + a->text; }
-    if (const Arg* a = find(o, ArgKind::DstType)) { neg(out, a->neg); out += " --dst-type " + a->text; }
+    if (const Arg* a = find(o, ArgKind::SrcType)) { neg(out, a->neg); out += " --src-type "; addrtypes(out, *a); }
+    if (const Arg* a = find(o, ArgKind::DstType)) { neg(out, a->neg); out += " --dst-type "; addrtypes(out, *a); }
     if (find(o, ArgKind::LimitIfaceIn)) out += " --limit-iface-in";
     if (find(o, ArgKind::LimitIfaceOut)) out += " --limit-iface-out";
   } else if (name == "conntrack" || name == "state") {
@@ -117,6 +226,7 @@ void module(std::string& out, const std::string& name, const std::vector<const A
       out += name == "state" ? " --state " : " --ctstate ";
       out += ctstate_text(a->value);
     }
+    unknown_opts(out, o);
   } else if (name == "mark") {
     if (const Arg* a = find(o, ArgKind::MarkMatch)) {
       neg(out, a->neg);
@@ -126,27 +236,50 @@ void module(std::string& out, const std::string& name, const std::vector<const A
     }
   } else if (name == "statistic") {
     const Arg* mode = find(o, ArgKind::StatMode);
-    out += " --mode " + (mode ? mode->text : std::string("random"));
+    out += " --mode ";
+    out += mode ? mode->text : std::string("random");
     if (const Arg* p = find(o, ArgKind::Probability)) {
       neg(out, p->neg);
       char buf[40];
-      std::snprintf(buf, sizeof buf, " --probability %.11f", 1.0 * p->value / 2147483648.0);
-      out += buf;
+      int n = std::snprintf(buf, sizeof buf, " --probability %.11f", 1.0 * p->value / 2147483648.0);
+      out.append(buf, static_cast<size_t>(n));
     }
-    if (const Arg* a = find(o, ArgKind::StatEvery)) out += " --every " + std::to_string(a->value);
-    if (const Arg* a = find(o, ArgKind::StatPacket)) out += " --packet " + std::to_string(a->value);
+    if (const Arg* a = find(o, ArgKind::StatEvery)) {
+      // libxt_statistic: " --mode nth[ !] --every N --packet P" (packet always printed by save)
+      neg(out, a->neg);
+      out += " --every ";
+      num(out, a->value);
+      const Arg* p = find(o, ArgKind::StatPacket);
+      out += " --packet ";
+      num(out, p ? p->value : 0);
+    }
   } else if (name == "recent") {
     recent(out, o, family);
   } else if (name == "nfacct") {
-    if (const Arg* a = find(o, ArgKind::NfacctName)) out += " --nfacct-name  " + a->text;  // sic: two spaces
+    if (const Arg* a = find(o, ArgKind::NfacctName)) out += " --nfacct-name  ", out += a->text;  // sic: two spaces
+  } else if (name == "physdev") {
+    // libxt_physdev save order: is-in, in, is-out, out, is-bridged
+    for (const char* opt : {"--physdev-is-in", "--physdev-in", "--physdev-is-out", "--physdev-out", "--physdev-is-bridged"})
+      for (const Arg& a : o)
+        if (a.kind == ArgKind::Physdev && a.text2 == opt) {
+          neg(out, a.neg);
+          out += ' ';
+          out += opt;
+          if (!a.text.empty()) save_string(out, a.text);
+        }
+    unknown_opts(out, o);
   } else {
-    // set, multiport, physdev and unmodelled modules: options as given.
-    for (const Arg* a : o) {
-      neg(out, a->neg);
-      switch (a->kind) {
-        case ArgKind::MatchSet: out += " --match-set " + a->text + " " + a->text2; break;
-        case ArgKind::MultiPorts: out += " " + a->text2 + " " + a->text; break;
-        default: out += " " + a->text2 + (a->text.empty() ? "" : " " + a->text); break;
+    // set, multiport and unmodelled modules: options as given.
+    for (const Arg& a : o) {
+      if (a.kind <= ArgKind::Module) continue;
+      if (a.kind == ArgKind::MatchSet) {
+        neg(out, a.neg);
+        out += " --match-set ";
+        out += a.text;
+        out += ' ';
+        out += a.text2;
+      } else {
+        option_as_given(out, a);
       }
     }
   }
@@ -155,18 +288,26 @@ void module(std::string& out, const std::string& name, const std::vector<const A
 void nat_to(std::string& out, const Target& t) {
   out += ' ';
   bool v6 = t.to_addr && t.to_addr->family == IPFamily::V6;
-  if (t.to_addr) out += v6 && t.to_port_lo ? "[" + t.to_addr->str() + "]" : t.to_addr->str();
+  if (t.to_addr) {
+    if (v6 && t.to_port_lo) out += '[';
+    address(out, *t.to_addr);
+    if (v6 && t.to_port_lo) out += ']';
+  }
   if (t.to_port_lo) {
-    out += ":" + std::to_string(t.to_port_lo);
-    if (t.to_port_hi != t.to_port_lo) out += "-" + std::to_string(t.to_port_hi);
+    out += ':';
+    num(out, t.to_port_lo);
+    if (t.to_port_hi != t.to_port_lo) {
+      out += '-';
+      num(out, t.to_port_hi);
+    }
   }
 }
 
 void target(std::string& out, const Target& t, IPFamily family) {
   switch (t.kind) {
     case TargetKind::None: return;
-    case TargetKind::Jump: out += " -j " + t.chain; return;
-    case TargetKind::Goto: out += " -g " + t.chain; return;
+    case TargetKind::Jump: out += " -j "; out += t.chain; return;
+    case TargetKind::Goto: out += " -g "; out += t.chain; return;
     case TargetKind::Accept: out += " -j ACCEPT"; return;
     case TargetKind::Drop: out += " -j DROP"; return;
     case TargetKind::Return: out += " -j RETURN"; return;
@@ -185,7 +326,7 @@ void target(std::string& out, const Target& t, IPFamily family) {
       return;
     case TargetKind::Masquerade:
       out += " -j MASQUERADE";
-      if (!t.to_ports.empty()) out += " --to-ports " + t.to_ports;
+      if (!t.to_ports.empty()) out += " --to-ports ", out += t.to_ports;
       if (t.random) out += " --random";
       if (t.random_fully) out += " --random-fully";
       return;
@@ -196,8 +337,9 @@ void target(std::string& out, const Target& t, IPFamily family) {
       hex(out, t.mark_mask);
       return;
     case TargetKind::Other:
-      out += " -j " + t.chain;
-      for (const auto& a : t.other_args) out += " " + a;
+      out += " -j ";
+      out += t.chain;
+      for (const auto& a : t.other_args) out += ' ', out += a;
       return;
   }
 }
@@ -205,7 +347,8 @@ void target(std::string& out, const Target& t, IPFamily family) {
 }  // namespace
 
 void print_rule_save(std::string& out, const std::string& chain, const Rule& rule, IPFamily family) {
-  out += "-A " + chain;
+  out += "-A ";
+  out += chain;
   base(out, rule);
   for (size_t i = 0; i < rule.args.size(); ++i)
     if (rule.args[i].kind == ArgKind::Module) module(out, rule.args[i].text, options_of(rule, i), family);

@@ -206,6 +206,13 @@ bool decode_node_environment(const DocNode& obj, NodeEnvironment* env, DiagSink&
       r.reject_unknown(n, p, {"name", "addresses"});
       HostInterface hi;
       hi.name = r.str(&n, "name", join_path(p, "name")).value_or("");
+      // The same rule as detectLocal's interface names: what Linux allows in an ifname
+      // (IFNAMSIZ, no white space, '/' or quotes), so no text can ride on a host fact.
+      bool name_ok = hi.name.size() < 16 && hi.name != "." && hi.name != "..";
+      for (char ch : hi.name) name_ok &= ch > 0x20 && ch < 0x7F && ch != '/' && ch != '"' && ch != '\'';
+      if (!name_ok)
+        r.error(DiagCode::InvalidConfig, n.get("name")->pos, join_path(p, "name"),
+                "\"" + hi.name + "\" is not a valid interface name");
       const DocNode* addrs = r.seq(&n, "addresses", join_path(p, "addresses"));
       for (size_t k = 0; addrs && k < addrs->items.size(); ++k) {
         std::string ap = index_path(join_path(p, "addresses"), k);

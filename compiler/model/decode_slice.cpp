@@ -141,7 +141,16 @@ bool decode_node(const DocNode& obj, Node* node, DiagSink& diags) {
   const DocNode* list = spec && spec->is_map() ? spec->get("podCIDRs") : nullptr;
   if (list && list->is_seq() && !list->items.empty()) {
     for (const auto& e : cidrs)
-      if (auto c = r.cidr_text(e.value, e.pos, index_path("spec.podCIDRs", e.index))) node->pod_cidrs.push_back(*c);
+      if (auto c = r.cidr_text(e.value, e.pos, index_path("spec.podCIDRs", e.index))) {
+        // The API server (ValidateDualStackCIDRs) allows one CIDR per IP family; NodeCIDR
+        // local-traffic detection would silently use the first of a family.
+        bool repeated = false;
+        for (const auto& prev : node->pod_cidrs) repeated |= prev.family() == c->family();
+        if (repeated)
+          r.error(DiagCode::InvalidCIDR, e.pos, index_path("spec.podCIDRs", e.index),
+                  "\"" + e.value + "\": may specify no more than one CIDR for each IP family");
+        node->pod_cidrs.push_back(*c);
+      }
   } else if (auto c = r.str(spec, "podCIDR", "spec.podCIDR"); c && !c->empty()) {
     if (auto cidr = r.cidr_text(*c, spec->get("podCIDR")->pos, "spec.podCIDR")) node->pod_cidrs.push_back(*cidr);
   }

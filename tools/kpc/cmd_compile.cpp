@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "applier/core/repair.h"
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
@@ -14,12 +15,53 @@ namespace {
 struct CompileOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> prior;
+  std::string prior_state;
+  std::string flavor = "legacy";
   std::string backend = "iptables";
   std::string output;
   bool full = false;
   bool stats = false;
   size_t max_input_size = 64u << 20;
 };
+
+// --prior-state: the node's actual state (iptables-save output or a restore program)
+// -> the smallest program that brings it to the full program's state.
+int repair_from_state(const CompileOptions& o, const CompileResult& full) {
+  std::string text;
+  try {
+    text = read_text_file(o.prior_state);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error[E0001]: %s\n", e.what());
+    return kExitError;
+  }
+  auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
+  IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
+  verifier::RulesetState actual = verifier::RulesetState::empty(family);
+  std::string error;
+  if (!verifier::load_save(text, family, flavor, actual, &error)) {
+    // Not a save dump: accept a restore program kpc (or kube-proxy) wrote, applied to an empty node.
+    actual = verifier::RulesetState::empty(family);
+    verifier::ApplyOptions ao;
+    ao.noflush = true;
+    ao.flavor = flavor;
+    if (auto res = verifier::apply_text(actual, text, ao); !res.ok()) {
+      std::fprintf(stderr, "%s:%u: error[E0900]: %s\n", o.prior_state.c_str(), res.error->line,
+                   res.error->reason.c_str());
+      return kExitError;
+    }
+  }
+  auto r = applier::repair(actual, full.text, flavor);
+  if (!r.ok) {
+    std::fprintf(stderr, "error[E0900]: %s: %s\n", o.prior_state.c_str(), r.error.c_str());
+    return kExitError;
+  }
+  if (!write_output(o.output, r.program)) return kExitError;
+  if (o.stats)
+    std::fprintf(stderr, "repair: chains kept: %zu, chains written: %zu, chains deleted: %zu, rules: %zu, bytes: %zu\n",
+                 r.stats.chains_kept, r.stats.chains_written, r.stats.chains_deleted, r.stats.rules_written,
+                 r.program.size());
+  return kExitOk;
+}
 
 int run(const CompileOptions& o) {
   SourceManager sm;
@@ -40,6 +82,7 @@ int run(const CompileOptions& o) {
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
   if (!result) return kExitError;
+  if (!o.prior_state.empty()) return repair_from_state(o, *result);
   if (!write_output(o.output, result->text)) return kExitError;
   if (o.stats) {
     if (!o.prior.empty())
@@ -65,6 +108,13 @@ void add_compile(CLI::App& app, int& exit_code) {
   cmd->add_option("--prior", opts->prior,
                   "the snapshot kube-proxy last synced successfully: write the partial restore (KEP-3453) "
                   "that brings the node from it to SNAPSHOT");
+  cmd->add_option("--prior-state", opts->prior_state,
+                  "what the node really has (iptables-save output, or a restore program): write the smallest "
+                  "program that brings it to SNAPSHOT's full state (stale chains deleted, matching chains left out)")
+      ->excludes("--prior");
+  cmd->add_option("--flavor", opts->flavor, "iptables-restore semantics to check the repair against")
+      ->check(CLI::IsMember({"legacy", "nft"}))
+      ->capture_default_str();
   cmd->add_flag("--full", opts->full, "with --prior: force a full sync (still deletes the prior's stale chains)");
   cmd->add_option("-o,--output", opts->output, "write the program here (atomically; stdout when absent)");
   cmd->add_flag("--stats", opts->stats, "print what the program writes (to stderr)");

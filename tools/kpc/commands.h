@@ -17,7 +17,10 @@ constexpr int kExitInternal = 3;  ///< a bug in kpc (never expected; tests fail 
 
 void add_validate(CLI::App& app, int& exit_code);
 void add_compile(CLI::App& app, int& exit_code);
+void add_simulate(CLI::App& app, int& exit_code);
 
+/// Reads a whole file (throws std::runtime_error naming the path).
+std::string read_text_file(const std::string& path);
 /// Writes text to path atomically (temp file + rename), or to stdout for "" / "-".
 bool write_output(const std::string& path, const std::string& text);
 /// `--stats`: chains written/deleted, rules, bytes (to stderr).

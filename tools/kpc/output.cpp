@@ -1,10 +1,19 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <stdexcept>
 
 #include "tools/kpc/commands.h"
 
 namespace kpc::cli {
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text;
+}
 
 bool write_output(const std::string& path, const std::string& text) {
   if (path.empty() || path == "-") {

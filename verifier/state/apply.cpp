@@ -1,0 +1,895 @@
+// apply(): iptables-restore's semantics per flavour. Every branch here was
+// checked against iptables v1.8.9 (legacy and nf_tables) in network namespaces;
+// docs/verifier.md lists the cases and tests/kernel/verifier_* re-checks them.
+#include <algorithm>
+#include <functional>
+#include <unordered_set>
+
+#include "verifier/state/state.h"
+
+namespace kpc::verifier {
+namespace {
+
+using ir::Op;
+using ir::OpKind;
+
+constexpr const char* kVersion = "v1.8.9";
+
+// nft only: a rule that ":CHAIN" flushed from the kernel but that iptables-nft's
+// rule cache still lists until the batch ends. -D/-R of it reach the kernel and
+// fail (ENOENT); it counts for rule positions.
+constexpr uint32_t kGhost = 0x80000000u;
+// nft only: a rule appended in the current batch (iptables-nft 1.8.9 crashes on -R of one).
+constexpr uint32_t kNew = 0x40000000u;
+bool ghost(uint32_t id) { return id & kGhost; }
+uint32_t rid(uint32_t id) { return id & ~(kGhost | kNew); }
+bool has_real_rules(const Chain& c) {
+  for (uint32_t id : c.rules)
+    if (!ghost(id)) return true;
+  return false;
+}
+
+bool valid_policy(const std::string& p) { return p == "ACCEPT" || p == "DROP"; }
+
+// The legacy kernel's mark_source_chains(): from each built-in chain, walk the
+// rules in order, follow jumps and gotos, stop a chain at an unconditional
+// ACCEPT/DROP/RETURN, do not re-walk a chain already walked from that hook;
+// reaching a chain that is on the current path is a loop (ELOOP at commit).
+class LegacyLoopCheck {
+ public:
+  LegacyLoopCheck(const TableState& t, const RuleStore& s) : t_(t), s_(s) {}
+  bool has_loop() {
+    for (const auto& b : ir::builtin_chains(t_.id)) {
+      visited_.clear();
+      onstack_.clear();
+      if (walk(b)) return true;
+    }
+    return false;
+  }
+
+ private:
+  bool walk(const std::string& name) {
+    const Chain* c = t_.find(name);
+    if (!c) return false;
+    visited_.insert(name);
+    onstack_.insert(name);
+    for (uint32_t id : c->rules) {
+      if (s_.terminal(rid(id))) break;
+      const std::string& j = s_.jump(rid(id));
+      if (j.empty()) continue;
+      if (onstack_.count(j)) return true;
+      if (!visited_.count(j) && walk(j)) return true;
+    }
+    onstack_.erase(name);
+    return false;
+  }
+  const TableState& t_;
+  const RuleStore& s_;
+  std::unordered_set<std::string> visited_, onstack_;
+};
+
+// nf_tables' table validation: from each base chain, every jump/goto of every
+// rule is followed; a chain reached at depth 16 (NFT_JUMP_STACK_SIZE), which
+// every reachable loop eventually is, fails with EMLINK.
+class NftDepthCheck {
+ public:
+  NftDepthCheck(const TableState& t, const RuleStore& s) : t_(t), s_(s) {}
+  bool invalid() {
+    for (const auto& b : ir::builtin_chains(t_.id)) {
+      int d = depth(b);
+      if (d < 0 || d >= 16) return true;
+    }
+    return false;
+  }
+
+ private:
+  // Longest jump path below a chain; -1 on a cycle.
+  int depth(const std::string& name) {
+    auto it = memo_.find(name);
+    if (it != memo_.end()) return it->second;  // -2: in progress
+    const Chain* c = t_.find(name);
+    if (!c) return 0;
+    memo_[name] = -2;
+    int best = 0;
+    for (uint32_t id : c->rules) {
+      if (ghost(id)) continue;
+      const std::string& j = s_.jump(rid(id));
+      if (j.empty()) continue;
+      auto m = memo_.find(j);
+      if (m != memo_.end() && m->second == -2) return memo_[name] = -1;
+      int d = depth(j);
+      if (d < 0) return memo_[name] = -1;
+      best = std::max(best, d + 1);
+      if (best >= 16) break;
+    }
+    return memo_[name] = best;
+  }
+  const TableState& t_;
+  const RuleStore& s_;
+  std::unordered_map<std::string, int> memo_;
+};
+
+class Applier {
+ public:
+  Applier(RulesetState& st, const ApplyOptions& o) : st_(st), o_(o) {
+    bool v4 = st.family == IPFamily::V4;
+    prog_ = o.flavor == Flavor::Legacy ? (v4 ? "iptables-restore" : "ip6tables-restore")
+                                       : (v4 ? "iptables-nft-restore" : "ip6tables-nft-restore");
+  }
+
+  using OpVisitor = std::function<bool(const Op&)>;
+  using Replay = std::function<void(const OpVisitor&)>;
+
+  // The program as a stream of events (the parser's order).
+  /// fetch_rules: the block contains -D, -R or -Z (nft loads the whole rule cache for it).
+  void table_start(ir::TableId id, bool fetch_rules);
+  void op(const Op& op);
+  void commit_block(uint32_t line, const Replay& replay, bool unterminated);
+  void parse_error(const ParseError& e);
+  /// No further input can change the outcome.
+  bool stopped() const { return err_ && (legacy() || !in_block_); }
+  ApplyResult result() {
+    ApplyResult r;
+    r.error = std::move(err_);
+    r.tables_committed = committed_;
+    return r;
+  }
+
+ private:
+  bool legacy() const { return o_.flavor == Flavor::Legacy; }
+
+  // --- error constructors (the real tool's wording) ---
+  void param_error(uint32_t line, const std::string& msg, const std::string& reason, ErrorClass cls) {
+    std::string m = prog_ + " " + kVersion + (legacy() ? " (legacy): " : " (nf_tables): ") + msg + "\n";
+    m += "Error occurred at line: " + std::to_string(line) + "\n";
+    m += "Try `" + prog_ + " -h' or '" + prog_ + " --help' for more information.\n";
+    set_error(ApplyError{line, 2, reason, std::move(m), cls});
+  }
+  void other_error(uint32_t line, const std::string& msg, const std::string& reason, ErrorClass cls) {
+    std::string m = prog_ + " " + kVersion + (legacy() ? " (legacy): " : " (nf_tables): ") + msg + "\n";
+    set_error(ApplyError{line, 1, reason, std::move(m), cls});
+  }
+  // legacy: "line N failed"; nft: "line N failed: <why>."
+  void line_failed(uint32_t line, const std::string& nft_why, const std::string& reason, ErrorClass cls) {
+    std::string m = prog_ + ": line " + std::to_string(line) + " failed";
+    if (!legacy() && !nft_why.empty()) m += ": " + nft_why + ".";
+    m += "\n";
+    set_error(ApplyError{line, 1, reason, std::move(m), cls});
+  }
+  void kernel_error(uint32_t line, const std::string& what, const std::string& reason, ErrorClass cls) {
+    kernel_lines_ += "line " + std::to_string(line) + ": " + what + "\n";
+    if (!kernel_err_) kernel_err_ = ApplyError{line, 4, reason, "", cls};
+  }
+  void set_error(ApplyError e) {
+    if (!err_) err_ = std::move(e);
+  }
+
+  // --- table transaction ---
+  void begin(ir::TableId id);
+  void commit(uint32_t commit_line, const Replay& replay);
+  bool exec(const Op& op);
+
+  // name lookups through nft's cache view (renamed chains keep their old name there)
+  bool cache_has(const std::string& name) const {
+    if (!hidden_.empty() && hidden_.count(name)) return false;
+    if (!stale_.empty() && stale_.count(name)) return true;
+    return t_.find(name) != nullptr;
+  }
+  Chain* chain(const std::string& name) {
+    if (!stale_.empty() && stale_.count(name)) return t_.find(stale_.at(name));
+    // kube-proxy writes runs of rules for one chain: remember the last two lookups.
+    for (auto& m : memo_)
+      if (m.chain && m.name == name) return m.chain;
+    Chain* c = t_.find(name);
+    if (c) {
+      memo_[memo_next_] = {name, c};
+      memo_next_ ^= 1;
+    }
+    return c;
+  }
+  void forget_chains() { memo_[0].chain = memo_[1].chain = nullptr; }
+  struct Memo {
+    std::string name;
+    Chain* chain = nullptr;
+  };
+  Memo memo_[2];
+  int memo_next_ = 0;
+  /// The chain a name denotes in the cache's view (nullptr: unknown there).
+  Chain* lookup(const std::string& name) {
+    if (!hidden_.empty() && hidden_.count(name)) return nullptr;
+    return chain(name);
+  }
+  bool is_stale(const std::string& name) const { return !stale_.empty() && stale_.count(name); }
+
+  void add_refs(uint32_t id) {
+    if (ghost(id)) return;
+    const std::string& j = st_.store->jump(rid(id));
+    if (!j.empty()) ++t_.refs[j];
+  }
+  void drop_refs(uint32_t id) {
+    if (ghost(id)) return;
+    const std::string& j = st_.store->jump(rid(id));
+    if (j.empty()) return;
+    auto it = t_.refs.find(j);
+    if (it != t_.refs.end() && --it->second == 0) t_.refs.erase(it);
+  }
+  // nft: zeroing a base chain's counters re-sends the chain as the cache fetched it,
+  // so a policy set earlier in the batch reverts to the policy at the batch's start.
+  void zero_builtin(Chain& c) {
+    const Chain* orig = start_.find(c.name);
+    c.policy = orig && orig->materialized ? orig->policy : "ACCEPT";
+  }
+  void flush_chain(Chain& c) {
+    for (uint32_t id : c.rules) drop_refs(id);
+    c.rules.clear();
+  }
+  // nft ":CHAIN" of an existing chain: the kernel flushes it, the cache keeps the rules.
+  void ghost_flush(Chain& c) {
+    created_.insert(c.name);  // the kernel cannot rename it in this batch either
+    for (uint32_t& id : c.rules) {
+      drop_refs(id);
+      id |= kGhost;
+    }
+  }
+  bool ghost_hit(const Op& op, uint32_t id, const char* what) {
+    if (!ghost(id)) return false;
+    kernel_error(op.line, std::string(what) + " failed (No such file or directory): rule in chain " + op.chain,
+                 "rule flushed by an earlier \":" + op.chain + "\" of this batch", ErrorClass::NoSuchRule);
+    return true;
+  }
+  uint32_t refs_of(const std::string& name) const {
+    auto it = t_.refs.find(name);
+    return it == t_.refs.end() ? 0 : it->second;
+  }
+  Chain& create_chain(const std::string& name) {
+    Chain c;
+    c.name = name;
+    c.materialized = true;
+    c.seq = st_.next_seq++;
+    if (!legacy()) created_.insert(name);
+    return t_.chains.emplace(name, std::move(c)).first->second;
+  }
+  /// Checks a rule's jump/goto target; false when the op must stop.
+  bool check_target(const Op& op);
+  bool rule_op(const Op& op);
+
+  RulesetState& st_;
+  const ApplyOptions& o_;
+  std::string prog_;
+  std::optional<ApplyError> err_;
+  size_t committed_ = 0;
+
+  // current table transaction
+  TableState t_;
+  uint32_t commit_line_ = 0;
+  bool in_block_ = false;
+  uint32_t crash_line_ = 0;  // nft: a -R that makes iptables-nft 1.8.9 crash at COMMIT
+  size_t sent_ops_ = 0;  // commands in the current block (an empty nft batch is never sent)
+  bool present_at_start_ = false;  // nft: the table was in the kernel when the batch started
+  bool block_err_ = false;      // nft: the error was raised by this block's commands (a parse error still wins)
+  bool err_at_commit_ = false;  // nft: the error names the COMMIT line, not yet read
+  std::optional<ApplyError> kernel_err_;
+  std::string kernel_lines_;
+  bool touched_ = false;
+  bool validate_each_ = false;  // nft batch replay: validate the table after every new rule
+  TableState start_;            // the table as the transaction started (after a flush)
+  std::unordered_set<std::string> created_;
+  bool fetch_rules_ = false;  // nft: the block has -D/-R/-Z, so iptables-nft loads every rule into its cache first
+  std::unordered_map<std::string, std::string> stale_;  // nft: old name -> new name
+  std::unordered_set<std::string> hidden_;              // nft: new names the cache does not know
+};
+
+void Applier::begin(ir::TableId id) {
+  TableState& real = st_.table(id);
+  if (legacy() && !real.present) {
+    // create_handle() makes the kernel instantiate the table, whatever happens next.
+    real.present = true;
+    real.instantiated = st_.next_instantiation++;
+  }
+  t_ = real;
+  present_at_start_ = real.present && o_.noflush;
+  kernel_err_.reset();
+  kernel_lines_.clear();
+  touched_ = false;
+  created_.clear();
+  stale_.clear();
+  hidden_.clear();
+  if (!o_.noflush) {
+    if (legacy()) {
+      for (auto it = t_.chains.begin(); it != t_.chains.end();) {
+        if (it->second.builtin) {
+          it->second.rules.clear();
+          ++it;
+        } else {
+          it = t_.chains.erase(it);
+        }
+      }
+      t_.refs.clear();
+    } else {
+      // nft deletes the whole table: policies reset, and it exists again only if written to.
+      t_ = TableState::empty(id);
+    }
+  }
+  forget_chains();
+  if (!legacy()) start_ = t_;  // kept for nft's batch replay
+  validate_each_ = false;
+}
+
+void Applier::commit(uint32_t commit_line, const Replay& replay) {
+  if (err_) return;
+  if (crash_line_) {
+    set_error(ApplyError{crash_line_, 139, "iptables-nft-restore crashes on -R of a rule added in the same batch",
+                         "Segmentation fault\n", ErrorClass::ToolCrash});
+    return;
+  }
+  if (legacy() && LegacyLoopCheck(t_, *st_.store).has_loop()) {
+    line_failed(commit_line, "", "a loop of jumps is reachable from a built-in chain", ErrorClass::Loop);
+    return;
+  }
+  bool replayed_invalid = false;
+  bool sent = sent_ops_ > 0 || (!o_.noflush && st_.table(t_.id).present);
+  // Without other kernel errors the kernel validates the final table (a loop fails it);
+  // with them the batch is simply aborted, unless every rule is being validated already.
+  bool invalid = !legacy() && !kernel_err_ && NftDepthCheck(t_, *st_.store).invalid();
+  if (!legacy() && (invalid || (st_.nft_validate_each && sent))) {
+    // The kernel finds the table invalid at the end of the batch (or, after an earlier
+    // batch failed that way, validates every new rule at once): nfnetlink replays the
+    // batch validating after every new rule, and reports every failing message in order.
+    replayed_invalid = invalid;
+    uint64_t seq = st_.next_seq;
+    kernel_err_.reset();
+    kernel_lines_.clear();
+    t_ = start_;
+    forget_chains();
+    created_.clear();
+    stale_.clear();
+    hidden_.clear();
+    validate_each_ = true;
+    replay([&](const Op& op) { return exec(op) && !err_; });
+    st_.next_seq = seq;
+    if (invalid && !kernel_err_ && !err_)
+      kernel_error(commit_line, "table validation failed (Too many links)", "loop of jumps", ErrorClass::Loop);
+  }
+  if (replayed_invalid) st_.nft_validate_each = true;  // the kernel's validate state stays "validate each rule"
+  if (!legacy() && kernel_err_) {
+    ApplyError e = *kernel_err_;
+    e.message = prog_ + " " + kVersion + " (nf_tables): \n" + kernel_lines_;
+    err_ = std::move(e);
+    return;
+  }
+  TableState& real = st_.table(t_.id);
+  if (!legacy()) {
+    t_.present = t_.present || touched_;
+    for (auto& [_, c] : t_.chains) {
+      std::erase_if(c.rules, ghost);
+      for (uint32_t& id : c.rules) id = rid(id);
+    }
+    if (sent) st_.nft_validate_each = false;
+  }
+  real = std::move(t_);
+  ++committed_;
+}
+
+bool Applier::check_target(const Op& op) {
+  const ir::Target& tg = op.rule.target;
+  if (!tg.is_chain()) return true;
+  const std::string& j = tg.chain;
+  if (legacy()) {
+    const Chain* c = chain(j);
+    if (!c) {
+      if (tg.kind == ir::TargetKind::Goto) param_error(op.line, "goto '" + j + "' is not a chain", "goto to missing chain " + j, ErrorClass::JumpToMissingChain);
+      else param_error(op.line, "Couldn't load target `" + j + "':No such file or directory\n", "jump to missing chain " + j, ErrorClass::JumpToMissingChain);
+      return false;
+    }
+    if (c->builtin) {
+      line_failed(op.line, "", "jump to built-in chain " + j, ErrorClass::JumpToBuiltinChain);
+      return false;
+    }
+    return true;
+  }
+  const Chain* jc = lookup(j);
+  if (!jc) {
+    // Raised while the batch is prepared at COMMIT: the COMMIT line is named.
+    param_error(commit_line_, "Chain '" + j + "' does not exist", "jump to missing chain " + j, ErrorClass::JumpToMissingChain);
+    err_at_commit_ = true;
+    return false;
+  }
+  if (jc->builtin) {
+    kernel_error(op.line, "RULE_APPEND failed (No such file or directory): rule in chain " + op.chain,
+                 "jump to built-in chain " + j, ErrorClass::JumpToBuiltinChain);
+    return true;
+  }
+  if (is_stale(j)) kernel_error(op.line, "RULE_APPEND failed (No such file or directory): rule in chain " + op.chain,
+                                "jump to renamed chain " + j, ErrorClass::RenamedChain);
+  return true;
+}
+
+bool Applier::rule_op(const Op& op) {
+  // Both flavours resolve the target while building the rule, before looking at the chain.
+  if (!check_target(op)) return false;
+  Chain* cp = lookup(op.chain);
+  if (!cp) {
+    line_failed(op.line, "No chain/target/match by that name", "no chain " + op.chain, ErrorClass::NoSuchChain);
+    return false;
+  }
+  if (is_stale(op.chain)) {
+    kernel_error(op.line, "RULE_APPEND failed (No such file or directory): rule in chain " + op.chain,
+                 "rule in renamed chain " + op.chain, ErrorClass::RenamedChain);
+    return true;
+  }
+  Chain& c = *cp;
+  if (op.kind != OpKind::Delete) c.materialized = true;
+  uint32_t id = st_.store->intern(op.rule, st_.family);
+  const uint32_t stored = legacy() ? id : id | kNew;
+  switch (op.kind) {
+    case OpKind::Append:
+      c.rules.push_back(stored);
+      add_refs(id);
+      break;
+    case OpKind::Insert: {
+      uint32_t n = op.num ? op.num : 1;
+      if (n > c.rules.size() + 1) {
+        line_failed(op.line, "Index of insertion too big", "insert position " + std::to_string(n) + " beyond chain end", ErrorClass::IndexTooBig);
+        return false;
+      }
+      c.rules.insert(c.rules.begin() + (n - 1), stored);
+      add_refs(id);
+      break;
+    }
+    case OpKind::Replace: {
+      if (op.num == 0 || op.num > c.rules.size()) {
+        line_failed(op.line, "Index of replacement too big", "replace position " + std::to_string(op.num) + " beyond chain end", ErrorClass::IndexTooBig);
+        return false;
+      }
+      if (ghost_hit(op, c.rules[op.num - 1], "RULE_REPLACE")) return true;
+      // iptables-nft 1.8.9 dies (SIGSEGV, exit 139, no message) when it encodes the batch if a
+      // -R replaced a rule added in the same batch (no kernel handle yet): after every
+      // command check passed, before the kernel sees anything.
+      if ((c.rules[op.num - 1] & kNew) && !crash_line_) crash_line_ = op.line;
+      drop_refs(c.rules[op.num - 1]);
+      c.rules[op.num - 1] = stored;
+      add_refs(id);
+      break;
+    }
+    case OpKind::Delete: {
+      auto it = std::find_if(c.rules.begin(), c.rules.end(), [&](uint32_t e) { return rid(e) == id; });
+      if (it == c.rules.end()) {
+        line_failed(op.line, "Bad rule (does a matching rule exist in that chain?)", "no such rule in " + op.chain, ErrorClass::NoSuchRule);
+        return false;
+      }
+      if (ghost_hit(op, *it, "RULE_DELETE")) {
+        c.rules.erase(it);
+        return true;
+      }
+      drop_refs(*it);
+      c.rules.erase(it);
+      break;
+    }
+    default: break;
+  }
+  touched_ = true;
+  if (validate_each_ && op.kind != OpKind::Delete && NftDepthCheck(t_, *st_.store).invalid()) {
+    const char* what = op.kind == OpKind::Insert ? "RULE_INSERT" : op.kind == OpKind::Replace ? "RULE_REPLACE" : "RULE_APPEND";
+    kernel_error(op.line, std::string(what) + " failed (Too many links): rule in chain " + op.chain,
+                 "a loop of jumps (or more than 16 levels) is reachable from a built-in chain", ErrorClass::Loop);
+  }
+  return true;
+}
+
+bool Applier::exec(const Op& op) {
+  switch (op.kind) {
+    case OpKind::DeclareChain: {
+      bool builtin = ir::is_builtin_chain(t_.id, op.chain);
+      if (legacy()) {
+        if (!builtin) {
+          Chain* c = t_.find(op.chain);
+          if (o_.noflush && c) {
+            flush_chain(*c);
+          } else if (c || op.chain == "ACCEPT" || op.chain == "DROP" || op.chain == "QUEUE" || op.chain == "RETURN") {
+            param_error(op.line, "error creating chain '" + op.chain + "':File exists", "chain " + op.chain + " exists", ErrorClass::ChainExists);
+            return false;
+          } else {
+            create_chain(op.chain);
+          }
+        }
+        if (op.arg.empty()) {
+          param_error(op.line, prog_ + ": line " + std::to_string(op.line) + " policy invalid", "no policy", ErrorClass::Syntax);
+          return false;
+        }
+        if (op.arg != "-") {
+          std::string why = !builtin ? "Bad built-in chain name" : !valid_policy(op.arg) ? "Bad policy name" : "";
+          if (!why.empty()) {
+            other_error(op.line, "Can't set policy `" + op.arg + "' on `" + op.chain + "' line " +
+                                     std::to_string(op.line) + ": " + why,
+                        why, ErrorClass::BadPolicy);
+            return false;
+          }
+          t_.find(op.chain)->policy = op.arg;
+        }
+        return true;
+      }
+      // nft
+      if (op.arg.empty()) {
+        param_error(op.line, prog_ + ": line " + std::to_string(op.line) + " policy invalid", "no policy", ErrorClass::Syntax);
+        return false;
+      }
+      touched_ = true;
+      if (builtin) {
+        t_.find(op.chain)->materialized = true;
+        if (op.arg != "-") {
+          if (!valid_policy(op.arg)) {
+            line_failed(op.line, "Bad policy name", "bad policy " + op.arg, ErrorClass::BadPolicy);
+            return false;
+          }
+          t_.find(op.chain)->policy = op.arg;
+        }
+        return true;
+      }
+      if (Chain* c = cache_has(op.chain) ? chain(op.chain) : nullptr) {
+        if (o_.noflush) ghost_flush(*c);
+        else flush_chain(*c);
+      } else {
+        create_chain(op.chain);
+      }
+      return true;
+    }
+    case OpKind::Append:
+    case OpKind::Insert:
+    case OpKind::Replace:
+    case OpKind::Delete: return rule_op(op);
+    case OpKind::DeleteNum: {
+      if (!cache_has(op.chain)) {
+        line_failed(op.line, "No chain/target/match by that name", "no chain " + op.chain, ErrorClass::NoSuchChain);
+        return false;
+      }
+      Chain& c = *chain(op.chain);
+      if (op.num == 0 || op.num > c.rules.size()) {
+        line_failed(op.line, "Index of deletion too big", "delete position " + std::to_string(op.num) + " beyond chain end", ErrorClass::IndexTooBig);
+        return false;
+      }
+      bool g = ghost_hit(op, c.rules[op.num - 1], "RULE_DELETE");
+      drop_refs(c.rules[op.num - 1]);
+      c.rules.erase(c.rules.begin() + (op.num - 1));
+      (void)g;
+      return true;
+    }
+    case OpKind::NewChain: {
+      if (cache_has(op.chain) || ir::is_builtin_chain(t_.id, op.chain)) {
+        line_failed(op.line, "Chain already exists", "chain " + op.chain + " exists", ErrorClass::ChainExists);
+        return false;
+      }
+      if (!legacy() && t_.find(op.chain)) {
+        kernel_error(op.line, "CHAIN_ADD failed (File exists): chain " + op.chain, "chain " + op.chain + " exists", ErrorClass::ChainExists);
+        return true;
+      }
+      create_chain(op.chain);
+      touched_ = true;
+      return true;
+    }
+    case OpKind::DeleteChain: {
+      auto busy = [&](const Chain& c) { return refs_of(c.name) > 0 || has_real_rules(c); };
+      if (op.chain.empty()) {
+        std::vector<std::string> names;
+        for (const auto& [n, c] : t_.chains)
+          if (!c.builtin) names.push_back(n);
+        std::sort(names.begin(), names.end());
+        bool failed = false;
+        for (const auto& n : names) {
+          Chain& c = *t_.find(n);
+          if (busy(c)) {
+            failed = true;
+            if (legacy()) break;
+            // nft drops it from its cache all the same; the kernel refuses the deletion.
+            kernel_error(op.line, "CHAIN_DEL failed (Device or resource busy): chain " + n, "chain " + n + " is busy", ErrorClass::ChainBusy);
+          }
+          forget_chains();
+          t_.chains.erase(n);
+        }
+        if (failed && legacy()) {
+          line_failed(op.line, "", "a user chain is referenced or not empty", ErrorClass::ChainBusy);
+          return false;
+        }
+        return true;
+      }
+      if (!legacy() && ir::is_builtin_chain(t_.id, op.chain)) {
+        // iptables-nft deletes a built-in chain that exists (its policy goes back to ACCEPT).
+        Chain& b = *t_.find(op.chain);
+        if (!b.materialized) {
+          line_failed(op.line, "No chain/target/match by that name", "built-in chain " + op.chain + " not created yet",
+                      ErrorClass::NoSuchChain);
+          return false;
+        }
+        bool cached_rules = fetch_rules_ ? !b.rules.empty()
+                                         : std::any_of(b.rules.begin(), b.rules.end(), [](uint32_t id) { return id & kNew; });
+        if (cached_rules) {
+          // iptables-nft's cache knows it has rules (all rules were fetched, or this block added
+          // some): refused before the kernel.
+          line_failed(op.line, "Directory not empty", "chain " + op.chain + " is not empty", ErrorClass::ChainBusy);
+          return false;
+        }
+        if (has_real_rules(b))
+          kernel_error(op.line, "CHAIN_DEL failed (Device or resource busy): chain " + op.chain,
+                       "chain " + op.chain + " is not empty", ErrorClass::ChainBusy);
+        b.rules.clear();
+        b.policy = "ACCEPT";
+        b.materialized = false;
+        return true;
+      }
+      if (!cache_has(op.chain) || ir::is_builtin_chain(t_.id, op.chain)) {
+        line_failed(op.line, "No chain/target/match by that name", "no user chain " + op.chain, ErrorClass::NoSuchChain);
+        return false;
+      }
+      if (is_stale(op.chain)) {
+        kernel_error(op.line, "CHAIN_DEL failed (No such file or directory): chain " + op.chain, "chain was renamed", ErrorClass::RenamedChain);
+        return true;
+      }
+      Chain& c = *chain(op.chain);
+      if (busy(c)) {
+        std::string why = refs_of(c.name) ? "chain " + c.name + " is referenced" : "chain " + c.name + " is not empty";
+        if (legacy()) {
+          line_failed(op.line, "", why, ErrorClass::ChainBusy);
+          return false;
+        }
+        kernel_error(op.line, "CHAIN_DEL failed (Device or resource busy): chain " + c.name, why, ErrorClass::ChainBusy);
+      }
+      forget_chains();
+      t_.chains.erase(c.name);
+      created_.erase(op.chain);
+      return true;
+    }
+    case OpKind::Flush:
+    case OpKind::Zero: {
+      if (op.chain.empty()) {
+        // iptables-nft flushes a table only if its cache had it when the batch started.
+        if (op.kind == OpKind::Flush && (legacy() || present_at_start_))
+          for (auto& [_, c] : t_.chains) flush_chain(c);
+        if (op.kind == OpKind::Zero && !legacy())
+          for (auto& [_, c] : t_.chains)
+            if (c.builtin && c.materialized) zero_builtin(c);
+        return true;
+      }
+      if (!cache_has(op.chain)) {
+        line_failed(op.line, "No chain/target/match by that name", "no chain " + op.chain, ErrorClass::NoSuchChain);
+        return false;
+      }
+      Chain& c = *chain(op.chain);
+      if (op.kind == OpKind::Zero && !legacy() && c.builtin && !c.materialized) {
+        line_failed(op.line, "No chain/target/match by that name", "built-in chain " + op.chain + " not created yet", ErrorClass::NoSuchChain);
+        return false;
+      }
+      if (op.kind == OpKind::Flush) {
+        flush_chain(c);
+        c.materialized = true;
+      } else if (op.num > c.rules.size()) {
+        line_failed(op.line, "Index of counter zeroing too big", "zero position beyond chain end", ErrorClass::IndexTooBig);
+        return false;
+      } else if (!legacy() && c.builtin && op.num == 0) {
+        zero_builtin(c);
+      }
+      if (c.builtin) touched_ = true;
+      return true;
+    }
+    case OpKind::Policy: {
+      const Chain* c = cache_has(op.chain) ? chain(op.chain) : nullptr;
+      if (!c || !c->builtin) {
+        line_failed(op.line, "Bad built-in chain name", "-P on " + op.chain + ", not a built-in chain", ErrorClass::BadPolicy);
+        return false;
+      }
+      if (!valid_policy(op.arg)) {
+        line_failed(op.line, "Bad policy name", "bad policy " + op.arg, ErrorClass::BadPolicy);
+        return false;
+      }
+      chain(op.chain)->policy = op.arg;
+      chain(op.chain)->materialized = true;
+      touched_ = true;
+      return true;
+    }
+    case OpKind::Rename: {
+      const std::string& from = op.chain;
+      const std::string& to = op.arg;
+      if (!cache_has(from) || ir::is_builtin_chain(t_.id, from)) {
+        line_failed(op.line, "No chain/target/match by that name", "no user chain " + from, ErrorClass::NoSuchChain);
+        return false;
+      }
+      if (cache_has(to) || ir::is_builtin_chain(t_.id, to)) {
+        line_failed(op.line, "File exists", "chain " + to + " exists", ErrorClass::ChainExists);
+        return false;
+      }
+      if (!legacy() && (created_.count(from) || is_stale(from))) {
+        kernel_error(op.line, "CHAIN_RENAME failed (No such file or directory): chain " + to,
+                     "chain " + from + " was created in this transaction", ErrorClass::RenamedChain);
+        return true;
+      }
+      if (!legacy() && t_.find(to)) {
+        kernel_error(op.line, "CHAIN_RENAME failed (File exists): chain " + to, "chain " + to + " exists", ErrorClass::ChainExists);
+        return true;
+      }
+      forget_chains();
+      auto node = t_.chains.extract(from);
+      node.key() = to;
+      node.mapped().name = to;
+      t_.chains.insert(std::move(node));
+      if (uint32_t n = refs_of(from)) {
+        for (auto& [_, c] : t_.chains)
+          for (uint32_t& id : c.rules)
+            if (st_.store->jump(rid(id)) == from) id = st_.store->renamed(rid(id), to) | (id & (kGhost | kNew));
+        t_.refs.erase(from);
+        t_.refs[to] = n;
+      }
+      if (!legacy()) {
+        stale_[from] = to;
+        hidden_.insert(to);
+      }
+      return true;
+    }
+  }
+  return true;
+}
+
+void Applier::table_start(ir::TableId id, bool fetch_rules) {
+  in_block_ = true;
+  fetch_rules_ = fetch_rules;
+  crash_line_ = 0;
+  sent_ops_ = 0;
+  block_err_ = false;
+  commit_line_ = 0;
+  begin(id);
+}
+
+void Applier::op(const Op& o) {
+  if (err_) return;  // legacy stops; nft keeps reading the block for a parse error
+  ++sent_ops_;
+  exec(o);
+  if (err_) block_err_ = true;
+}
+
+void Applier::commit_block(uint32_t line, const Replay& replay, bool unterminated) {
+  if (!err_ && unterminated && legacy()) {
+    // iptables-legacy-restore only commits on "COMMIT\n": a final COMMIT without newline is a command.
+    param_error(line, "Bad argument `COMMIT'", "COMMIT without newline", ErrorClass::Syntax);
+  }
+  in_block_ = false;
+  if (err_) {
+    if (err_at_commit_) {
+      std::string& m = err_->message;
+      std::string from = "Error occurred at line: " + std::to_string(err_->line);
+      if (size_t p = m.find(from); p != std::string::npos) m.replace(p, from.size(), "Error occurred at line: " + std::to_string(line));
+      err_->line = line;
+      err_at_commit_ = false;
+    }
+    return;
+  }
+  commit_line_ = line;
+  commit(line, replay);
+}
+
+void Applier::parse_error(const ParseError& perr) {
+  if (!legacy() && in_block_ && block_err_) {
+    // nft parses the whole block before running any of it: the parse error is what it reports.
+    err_.reset();
+    err_at_commit_ = false;
+  }
+  in_block_ = false;
+  if (err_) return;
+  switch (perr.kind) {
+    case ParseErrorKind::LineFailed: line_failed(perr.line, "", perr.message, ErrorClass::OutsideTable); break;
+    case ParseErrorKind::CommitExpected: {
+      std::string m = prog_ + ": COMMIT expected at line " + std::to_string(perr.line) + "\n";
+      set_error(ApplyError{perr.line, 1, "COMMIT expected", std::move(m), ErrorClass::CommitExpected});
+      break;
+    }
+    case ParseErrorKind::UnknownTable:
+      if (legacy())
+        param_error(perr.line, prog_ + ": unable to initialize table '" + perr.message + "'", "unknown table " + perr.message,
+                    ErrorClass::UnknownTable);
+      else
+        param_error(perr.line, prog_ + ": line " + std::to_string(perr.line) + " table name '" + perr.message + "' invalid",
+                    "unknown table " + perr.message, ErrorClass::UnknownTable);
+      break;
+    case ParseErrorKind::Parameter:
+    case ParseErrorKind::Unsupported: {
+      std::string msg = perr.message;
+      for (size_t p; (p = msg.find("%PROG%")) != std::string::npos;) msg.replace(p, 6, prog_);
+      param_error(perr.line, msg, msg, ErrorClass::Syntax);
+      break;
+    }
+  }
+}
+
+bool needs_rule_cache(const Op& op) {
+  return op.kind == OpKind::Delete || op.kind == OpKind::DeleteNum || op.kind == OpKind::Replace || op.kind == OpKind::Zero;
+}
+
+ApplyResult run_program(Applier& a, const ir::Program& program, const ParseResult* parsed) {
+  for (size_t b = 0; b < program.tables.size() && !a.stopped(); ++b) {
+    const ir::TableBlock& blk = program.tables[b];
+    a.table_start(blk.table, std::any_of(blk.ops.begin(), blk.ops.end(), needs_rule_cache));
+    for (const Op& op : blk.ops) {
+      a.op(op);
+      if (a.stopped()) break;
+    }
+    if (a.stopped() || blk.commit_line == 0) break;
+    bool last = b + 1 == program.tables.size();
+    a.commit_block(blk.commit_line, [&](const Applier::OpVisitor& f) {
+      for (const Op& op : blk.ops)
+        if (!f(op)) break;
+    }, last && parsed && parsed->last_commit_unterminated);
+  }
+  if (parsed && parsed->error && !a.stopped()) a.parse_error(*parsed->error);
+  return a.result();
+}
+
+}  // namespace
+
+ApplyResult apply(RulesetState& state, const ParseResult& parsed, const ApplyOptions& options) {
+  if (state.tables.empty()) state = RulesetState::empty(parsed.program.family, state.store);
+  size_t ops = 0;
+  for (const auto& b : parsed.program.tables) ops += b.ops.size();
+  state.store->reserve(state.store->size() + ops);
+  Applier a(state, options);
+  return run_program(a, parsed.program, &parsed);
+}
+
+ApplyResult apply(RulesetState& state, const ir::Program& program, const ApplyOptions& options) {
+  if (state.tables.empty()) state = RulesetState::empty(program.family, state.store);
+  Applier a(state, options);
+  return run_program(a, program, nullptr);
+}
+
+ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOptions& options, ParseError* parse_error) {
+  ParseOptions po;
+  po.family = state.tables.empty() ? IPFamily::V4 : state.family;
+  if (state.tables.empty()) state = RulesetState::empty(po.family, state.store);
+  state.store->reserve(state.store->size() + text.size() / 100);
+  Applier a(state, options);
+  RestoreReader reader(text, po);
+  size_t block_offset = 0;
+  uint32_t block_line = 0;
+  while (!a.stopped()) {
+    auto ev = reader.next();
+    if (ev == RestoreReader::Event::End) break;
+    switch (ev) {
+      case RestoreReader::Event::TableStart: {
+        block_offset = reader.line_offset();
+        block_line = reader.line();
+        bool fetch = false;
+        if (options.flavor == Flavor::Nft) {
+          // iptables-nft decides its cache before running the block: look ahead (nft only).
+          RestoreReader ahead(text.substr(block_offset), po, block_line);
+          for (auto e = ahead.next(); e == RestoreReader::Event::TableStart || e == RestoreReader::Event::Op; e = ahead.next())
+            if (e == RestoreReader::Event::Op && needs_rule_cache(ahead.op())) {
+              fetch = true;
+              break;
+            }
+        }
+        a.table_start(reader.table(), fetch);
+        break;
+      }
+      case RestoreReader::Event::Op: a.op(reader.op()); break;
+      case RestoreReader::Event::Commit: {
+        bool unterminated = reader.last_commit_unterminated();
+        a.commit_block(reader.line(), [&](const Applier::OpVisitor& f) {
+          // Re-read the block (only a failing nft batch is replayed).
+          RestoreReader again(text.substr(block_offset), po, block_line);
+          for (;;) {
+            auto e = again.next();
+            if (e == RestoreReader::Event::Op) {
+              if (!f(again.op())) break;
+            } else if (e != RestoreReader::Event::TableStart) {
+              break;
+            }
+          }
+        }, unterminated);
+        break;
+      }
+      case RestoreReader::Event::Error:
+        if (parse_error) *parse_error = reader.error();
+        a.parse_error(reader.error());
+        break;
+      case RestoreReader::Event::End: break;
+    }
+  }
+  return a.result();
+}
+
+}  // namespace kpc::verifier

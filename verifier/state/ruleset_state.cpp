@@ -1,0 +1,160 @@
+// RuleStore interning, table bookkeeping and state comparison.
+#include <algorithm>
+#include <cstring>
+
+#include "compiler/ir/printer.h"
+#include "verifier/state/state.h"
+
+namespace kpc::verifier {
+
+const char* flavor_name(Flavor f) { return f == Flavor::Legacy ? "legacy" : "nft"; }
+
+const char* error_class_name(ErrorClass c) {
+  switch (c) {
+    case ErrorClass::Syntax: return "syntax";
+    case ErrorClass::OutsideTable: return "outside-table";
+    case ErrorClass::CommitExpected: return "commit-expected";
+    case ErrorClass::UnknownTable: return "unknown-table";
+    case ErrorClass::JumpToMissingChain: return "jump-to-missing-chain";
+    case ErrorClass::JumpToBuiltinChain: return "jump-to-builtin-chain";
+    case ErrorClass::NoSuchChain: return "no-such-chain";
+    case ErrorClass::NoSuchRule: return "no-such-rule";
+    case ErrorClass::IndexTooBig: return "index-too-big";
+    case ErrorClass::ChainExists: return "chain-exists";
+    case ErrorClass::ChainBusy: return "chain-busy";
+    case ErrorClass::BadPolicy: return "bad-policy";
+    case ErrorClass::Loop: return "loop";
+    case ErrorClass::RenamedChain: return "renamed-chain";
+    case ErrorClass::ToolCrash: return "tool-crash";
+  }
+  return "?";
+}
+
+uint32_t RuleStore::intern_text(std::string text, std::string jump, bool is_goto) {
+  auto it = index_.find(text);
+  if (it != index_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(texts_.size());
+  bool terminal = text == " -j ACCEPT" || text == " -j DROP" || text == " -j RETURN";
+  texts_.push_back(std::move(text));
+  meta_.push_back(Meta{std::move(jump), is_goto, terminal});
+  index_.emplace(std::string_view(texts_.back()), id);
+  return id;
+}
+
+uint32_t RuleStore::intern(const ir::Rule& rule, IPFamily family) {
+  std::string text;
+  text.reserve(160);
+  ir::print_rule_save(text, "", rule, family);
+  text.erase(0, 3);  // "-A " + "" (the chain is not part of a rule's identity)
+  std::string jump;
+  bool is_goto = rule.target.kind == ir::TargetKind::Goto;
+  if (rule.target.is_chain()) jump = rule.target.chain;
+  return intern_text(std::move(text), std::move(jump), is_goto);
+}
+
+uint32_t RuleStore::renamed(uint32_t id, const std::string& new_target) {
+  const std::string& old = texts_[id];
+  const Meta& m = meta_[id];
+  // The target is printed last: " -j NAME" / " -g NAME".
+  std::string text = old.substr(0, old.size() - m.jump.size()) + new_target;
+  bool g = m.is_goto;
+  return intern_text(std::move(text), new_target, g);
+}
+
+TableState TableState::empty(ir::TableId id) {
+  TableState t;
+  t.id = id;
+  for (const auto& name : ir::builtin_chains(id)) {
+    Chain c;
+    c.name = name;
+    c.builtin = true;
+    c.policy = "ACCEPT";
+    t.chains.emplace(name, std::move(c));
+  }
+  return t;
+}
+
+Chain* TableState::find(const std::string& name) {
+  auto it = chains.find(name);
+  return it == chains.end() ? nullptr : &it->second;
+}
+
+const Chain* TableState::find(const std::string& name) const {
+  auto it = chains.find(name);
+  return it == chains.end() ? nullptr : &it->second;
+}
+
+size_t TableState::rule_count() const {
+  size_t n = 0;
+  for (const auto& [_, c] : chains) n += c.rules.size();
+  return n;
+}
+
+std::vector<const Chain*> TableState::save_order() const {
+  std::vector<const Chain*> out;
+  for (const auto& name : ir::builtin_chains(id))
+    if (const Chain* c = find(name)) out.push_back(c);
+  std::vector<const Chain*> user;
+  for (const auto& [_, c] : chains)
+    if (!c.builtin) user.push_back(&c);
+  std::sort(user.begin(), user.end(),
+            [](const Chain* a, const Chain* b) { return std::strcmp(a->name.c_str(), b->name.c_str()) < 0; });
+  out.insert(out.end(), user.begin(), user.end());
+  return out;
+}
+
+RulesetState RulesetState::empty(IPFamily family, std::shared_ptr<RuleStore> store) {
+  RulesetState s;
+  s.family = family;
+  if (store) s.store = std::move(store);
+  for (auto t : {ir::TableId::Filter, ir::TableId::Nat, ir::TableId::Mangle, ir::TableId::Raw, ir::TableId::Security})
+    s.tables.push_back(TableState::empty(t));
+  return s;
+}
+
+namespace {
+
+bool same_rules(const Chain& a, const RuleStore& sa, const Chain& b, const RuleStore& sb) {
+  if (a.rules.size() != b.rules.size()) return false;
+  if (&sa == &sb) return a.rules == b.rules;
+  for (size_t i = 0; i < a.rules.size(); ++i)
+    if (sa.text(a.rules[i]) != sb.text(b.rules[i])) return false;
+  return true;
+}
+
+}  // namespace
+
+std::vector<ChainDiff> diff_states(const RulesetState& a, const RulesetState& b) {
+  std::vector<ChainDiff> out;
+  for (size_t t = 0; t < a.tables.size() && t < b.tables.size(); ++t) {
+    const TableState& ta = a.tables[t];
+    const TableState& tb = b.tables[t];
+    if (ta.present != tb.present) out.push_back({ta.id, "", ChainDiff::TablePresence});
+    size_t first = out.size();
+    for (const auto& [name, c] : ta.chains) {
+      const Chain* d = tb.find(name);
+      if (!d) out.push_back({ta.id, name, ChainDiff::OnlyInA});
+      else if (c.policy != d->policy) out.push_back({ta.id, name, ChainDiff::Policy});
+      else if (!same_rules(c, *a.store, *d, *b.store)) out.push_back({ta.id, name, ChainDiff::Rules});
+    }
+    for (const auto& [name, d] : tb.chains)
+      if (!ta.find(name)) out.push_back({ta.id, name, ChainDiff::OnlyInB});
+    std::sort(out.begin() + static_cast<long>(first), out.end(),
+              [](const ChainDiff& x, const ChainDiff& y) { return std::strcmp(x.chain.c_str(), y.chain.c_str()) < 0; });
+  }
+  return out;
+}
+
+std::string describe(const ChainDiff& d) {
+  std::string t = ir::table_name(d.table);
+  switch (d.kind) {
+    case ChainDiff::TablePresence: return t + ": table present on one side only";
+    case ChainDiff::OnlyInA: return t + " " + d.chain + ": only in the first state";
+    case ChainDiff::OnlyInB: return t + " " + d.chain + ": only in the second state";
+    case ChainDiff::Policy: return t + " " + d.chain + ": policies differ";
+    case ChainDiff::Rules: return t + " " + d.chain + ": rules differ";
+  }
+  return t;
+}
+
+}  // namespace kpc::verifier

@@ -1,0 +1,181 @@
+// iptables-restore's state machine, exactly: a RulesetState (tables -> chains ->
+// rules, built-in chain policies) and apply(), which models what the real tool
+// does with a program, per flavour (docs/verifier.md has the empirical record):
+//
+//  - legacy (iptables-legacy-restore): every line is parsed and executed at once
+//    against an in-memory copy of the table (libiptc); the first failing line
+//    stops the run; COMMIT replaces the table atomically. A `*table` line
+//    instantiates the table in the kernel even if the block later fails.
+//  - nft (iptables-nft-restore): a table block is parsed completely first; at
+//    COMMIT the commands run in order against a cache (errors name the command's
+//    line, except a jump to a missing chain, which names the COMMIT line), then
+//    the kernel applies the batch (chain deletion of a busy chain fails there).
+//    Without --noflush the table is deleted, so built-in policies reset to ACCEPT.
+//
+// Rules are interned: a rule's identity is its canonical iptables-save text, so
+// chains are vectors of small integers, `-D rule` is an id search, and two
+// states built on one RuleStore compare chain by chain in linear time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/ir/program.h"
+#include "verifier/parse/parser.h"
+
+namespace kpc::verifier {
+
+enum class Flavor : uint8_t { Legacy, Nft };
+const char* flavor_name(Flavor f);
+
+/// Interned rules: canonical save text (after "-A CHAIN") -> id.
+class RuleStore {
+ public:
+  /// Interns a rule; jump is the chain a Jump/Goto target names ("" otherwise).
+  uint32_t intern(const ir::Rule& rule, IPFamily family);
+  uint32_t intern_text(std::string text, std::string jump, bool is_goto);
+  const std::string& text(uint32_t id) const { return texts_[id]; }
+  const std::string& jump(uint32_t id) const { return meta_[id].jump; }
+  bool is_goto(uint32_t id) const { return meta_[id].is_goto; }
+  /// An unconditional ACCEPT/DROP/RETURN: the kernel's loop check stops walking the chain there.
+  bool terminal(uint32_t id) const { return meta_[id].terminal; }
+  /// The same rule with its jump/goto target renamed.
+  uint32_t renamed(uint32_t id, const std::string& new_target);
+  size_t size() const { return texts_.size(); }
+  void reserve(size_t n) {
+    index_.reserve(n);
+    meta_.reserve(n);
+  }
+
+ private:
+  struct Meta {
+    std::string jump;
+    bool is_goto = false;
+    bool terminal = false;
+  };
+  std::deque<std::string> texts_;
+  std::vector<Meta> meta_;
+  std::unordered_map<std::string_view, uint32_t> index_;
+};
+
+struct Chain {
+  std::string name;
+  bool builtin = false;
+  std::string policy = "-";  ///< built-in: ACCEPT or DROP; user chains: "-"
+  std::vector<uint32_t> rules;
+  uint64_t seq = 0;          ///< creation order (0 for built-ins)
+  /// nft only: iptables-nft creates built-in chains lazily (on a rule, a policy,
+  /// ":CHAIN" or -F CHAIN); -Z CHAIN fails while the chain does not exist.
+  bool materialized = false;
+};
+
+struct TableState {
+  ir::TableId id = ir::TableId::Filter;
+  bool present = false;    ///< iptables-save prints the table
+  uint64_t instantiated = 0;  ///< legacy: order in which the kernel created the table (save prints newest first)
+  std::unordered_map<std::string, Chain> chains;
+  std::unordered_map<std::string, uint32_t> refs;  ///< chain name -> rules jumping/going to it
+
+  /// Built-in chains with ACCEPT policies, no user chains, not present.
+  static TableState empty(ir::TableId id);
+  Chain* find(const std::string& name);
+  const Chain* find(const std::string& name) const;
+  size_t rule_count() const;
+  /// Chains in iptables-save order: built-ins in hook order, then user chains by name (strcmp).
+  std::vector<const Chain*> save_order() const;
+};
+
+struct RulesetState {
+  IPFamily family = IPFamily::V4;
+  std::shared_ptr<RuleStore> store = std::make_shared<RuleStore>();
+  std::vector<TableState> tables;  ///< all five, indexed by TableId
+  uint64_t next_seq = 1;           ///< chain creation counter
+  uint64_t next_instantiation = 1; ///< table instantiation counter (legacy)
+  /// nft only: after a batch failed the kernel's loop validation, the kernel validates
+  /// every new rule of later batches at once (a loop that a later command of the same
+  /// batch removes then fails too) until a batch commits. Per network namespace.
+  bool nft_validate_each = false;
+
+  static RulesetState empty(IPFamily family, std::shared_ptr<RuleStore> store = nullptr);
+  TableState& table(ir::TableId id) { return tables[static_cast<size_t>(id)]; }
+  const TableState& table(ir::TableId id) const { return tables[static_cast<size_t>(id)]; }
+};
+
+struct ApplyOptions {
+  bool noflush = false;
+  Flavor flavor = Flavor::Legacy;
+};
+
+/// Why a program fails (what kind of check of the real tool or kernel fires).
+enum class ErrorClass : uint8_t {
+  Syntax,              ///< the line does not parse (iptables' PARAMETER_PROBLEM)
+  OutsideTable,        ///< a command or declaration outside *table ... COMMIT
+  CommitExpected,      ///< end of input inside a table
+  UnknownTable,        ///< *name of a table that does not exist
+  JumpToMissingChain,  ///< -j/-g to a chain that does not exist (dangling jump)
+  JumpToBuiltinChain,  ///< -j/-g to a built-in chain
+  NoSuchChain,         ///< -A/-I/-D/-R/-F/-Z/-X/-E on a chain that does not exist
+  NoSuchRule,          ///< -D of a rule the chain does not hold
+  IndexTooBig,         ///< -I/-R/-D/-Z position beyond the chain
+  ChainExists,         ///< -N/-E/":" of a name that exists
+  ChainBusy,           ///< -X of a chain that is referenced or not empty
+  BadPolicy,           ///< policy not ACCEPT/DROP, or on a user chain
+  Loop,                ///< a loop of jumps reachable from a built-in chain (kernel)
+  RenamedChain,        ///< nft: use of a chain renamed (or created and renamed) in the same batch
+  ToolCrash,           ///< nft: iptables-nft-restore 1.8.9 segfaults (-R of a rule added in the same batch)
+};
+const char* error_class_name(ErrorClass c);
+
+/// What the real tool says when a program fails.
+struct ApplyError {
+  uint32_t line = 0;      ///< the line number the real tool names
+  int exit_code = 1;      ///< the real tool's exit status (1, 2 or 4)
+  std::string reason;     ///< short reason ("jump to missing chain KUBE-SVC-X")
+  std::string message;    ///< the real tool's stderr text, program name included
+  ErrorClass cls = ErrorClass::Syntax;
+};
+
+struct ApplyResult {
+  std::optional<ApplyError> error;  ///< empty: the whole program was applied
+  size_t tables_committed = 0;
+  bool ok() const { return !error; }
+};
+
+/// Applies a parsed program (stopping where the parser stopped, as the real tool
+/// does). The state keeps every table committed before a failure.
+ApplyResult apply(RulesetState& state, const ParseResult& parsed, const ApplyOptions& options);
+/// Applies a program built in memory (no parse error possible).
+ApplyResult apply(RulesetState& state, const ir::Program& program, const ApplyOptions& options);
+/// Parses and applies in one pass, keeping no ir::Program (large inputs: a
+/// 430k-line nat program). state.family selects iptables/ip6tables syntax; an
+/// empty state (no tables) is taken as IPv4. *parse_error gets the parse error, if any.
+ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOptions& options,
+                       ParseError* parse_error = nullptr);
+
+/// The state exactly as iptables-save prints it, without `#` lines, counters [0:0].
+std::string print_save(const RulesetState& state, Flavor flavor);
+/// One table in save form ("*nat ... COMMIT\n").
+void print_table_save(std::string& out, const TableState& table, const RuleStore& store);
+
+/// Builds a state from iptables-save output (as if the kernel held it).
+/// Returns false with *error set if the text does not parse or load.
+bool load_save(std::string_view text, IPFamily family, Flavor flavor, RulesetState& out, std::string* error,
+               std::shared_ptr<RuleStore> store = nullptr);
+
+/// Chains that differ between two states.
+struct ChainDiff {
+  enum Kind : uint8_t { TablePresence, OnlyInA, OnlyInB, Policy, Rules };
+  ir::TableId table;
+  std::string chain;  ///< empty for TablePresence
+  Kind kind;
+};
+std::vector<ChainDiff> diff_states(const RulesetState& a, const RulesetState& b);
+std::string describe(const ChainDiff& d);
+
+}  // namespace kpc::verifier
