@@ -28,6 +28,19 @@ sed -i 's/{"addresses": \["10.244.1.5"\]/{"addresses": ["10.244.1.9"], "conditio
   "$OUT/next/endpointslices.json"
 step "$KPC" compile "$OUT/next" --backend iptables -o "$OUT/partial.restore" --stats --prior "$EXAMPLE"
 grep -E '^(:KUBE-(SVC|SEP)|-X)' "$OUT/partial.restore" || true
+
+printf '\nCheck it with the restore simulator: prior + partial must equal the full program for the change:\n'
+step "$KPC" compile "$OUT/next" --backend iptables -o "$OUT/next-full.restore"
+"$KPC" simulate --noflush "$OUT/iptables.restore" "$OUT/partial.restore" > "$OUT/prior+partial.save"
+"$KPC" simulate --noflush "$OUT/next-full.restore" > "$OUT/full.save"
+if diff -u "$OUT/full.save" "$OUT/prior+partial.save"; then echo "identical: prior + partial == full"; fi
+
+printf '\nDrift: the node lost a rule and has a stale chain; kpc writes the smallest repair:\n'
+sed -e '0,/^-A KUBE-SVC-.*probability.*$/{/^-A KUBE-SVC-.*probability.*$/d}' \
+    -e 's/^:KUBE-MARK-MASQ - \[0:0\]$/:KUBE-MARK-MASQ - [0:0]\n:KUBE-SEP-STALE0000000000 - [0:0]/' \
+    "$OUT/full.save" > "$OUT/drifted.save"
+step "$KPC" compile "$OUT/next" --prior-state "$OUT/drifted.save" --stats -o "$OUT/repair.restore"
+cat "$OUT/repair.restore"
 printf '\nA bad input is refused with a located error and exit code 2:\n'
 printf 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\nspec:\n  clusterIP: 10.0.0.1\n  ports:\n  - {name: a, port: 80}\n  - {name: b, port: 70000}\n' > "$OUT/bad.yaml"
 set +e
