@@ -16,6 +16,7 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
+#include "tests/support/cluster_env.h"
 #include "tests/support/netns.h"
 #include "tests/support/snapshot_gen.h"
 
@@ -24,30 +25,7 @@ namespace {
 
 using testgen::GeneratedCluster;
 
-// Host facts for a dual-stack node, so that both families compile.
-const char* kEnvironment = R"(apiVersion: kpc.dev/v1alpha1
-kind: NodeEnvironment
-iptables: {randomFully: true, nfacctCounters: true}
-interfaces:
-- {name: lo, addresses: ["127.0.0.1/8", "::1/128"]}
-- {name: eth0, addresses: ["192.168.0.10/24", "2001:db8::10/64"]}
-)";
-
-// Makes a generated cluster compilable for node 0 (a config naming it) and renders it.
-std::optional<Snapshot> load(GeneratedCluster c) {
-  if (c.nodes.empty()) c.nodes.push_back({"node-0", "", {}, {"192.168.0.10"}});
-  if (!c.config) c.config = testgen::GenProxyConfig{};
-  c.config->mode = "iptables";
-  c.config->hostname_override = c.nodes[0].name;
-  SourceManager sm;
-  DiagSink diags;
-  Snapshot snap;
-  if (!load_snapshot_text({{"cluster.yaml", c.to_yaml()}, {"env.yaml", kEnvironment}}, LoadOptions{}, sm, &snap, diags)) {
-    if (std::getenv("KPC_DEBUG")) std::fprintf(stderr, "%s\n%s\n", diags.render(sm).c_str(), c.to_yaml().c_str());
-    return std::nullopt;
-  }
-  return snap;
-}
+std::optional<Snapshot> load(const GeneratedCluster& c) { return load_compilable(c); }
 
 // ------------------------------------------------------------------ changes
 std::string fresh_ip(bool v6, int n) {
@@ -227,8 +205,7 @@ RC_GTEST_PROP(KernelPartial, PriorPlusPartialEqualsFull, ()) {
   }
   testgen::GenOptions go;
   go.max_services = 6;
-  GeneratedCluster c = *testgen::gen_cluster(go);
-  if (c.nodes.empty()) c.nodes.push_back({"node-0", "", {}, {"192.168.0.10"}});
+  GeneratedCluster c = make_compilable(*testgen::gen_cluster(go));
   auto prior = load(c);
   RC_PRE(prior.has_value());
   const int steps = *rc::gen::inRange(1, 5);

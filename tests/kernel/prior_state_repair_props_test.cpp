@@ -14,30 +14,18 @@
 #include "applier/core/repair.h"
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
+#include "tests/support/cluster_env.h"
 #include "tests/support/netns.h"
 #include "tests/support/snapshot_gen.h"
 
 namespace kpc::test {
 namespace {
 
-const char* kEnvironment = R"(apiVersion: kpc.dev/v1alpha1
-kind: NodeEnvironment
-interfaces:
-- {name: lo, addresses: ["127.0.0.1/8", "::1/128"]}
-- {name: eth0, addresses: ["192.168.0.10/24", "2001:db8::10/64"]}
-)";
-
-std::optional<std::string> compile_full(testgen::GeneratedCluster c, Backend backend) {
-  if (c.nodes.empty()) c.nodes.push_back({"node-0", "", {}, {"192.168.0.10"}});
-  if (!c.config) c.config = testgen::GenProxyConfig{};
-  c.config->mode = "iptables";
-  c.config->hostname_override = c.nodes[0].name;
-  SourceManager sm;
+std::optional<std::string> compile_full(const testgen::GeneratedCluster& c, Backend backend) {
+  auto snap = load_compilable(c);
+  if (!snap) return std::nullopt;
   DiagSink diags;
-  Snapshot snap;
-  if (!load_snapshot_text({{"c.yaml", c.to_yaml()}, {"env.yaml", kEnvironment}}, LoadOptions{}, sm, &snap, diags))
-    return std::nullopt;
-  auto r = compile_iptables(snap, backend, {}, diags);
+  auto r = compile_iptables(*snap, backend, {}, diags);
   if (!r) return std::nullopt;
   return r->text;
 }

@@ -12,36 +12,17 @@
 #include "compiler/driver/compile.h"
 #include "compiler/ir/printer.h"
 #include "compiler/model/loader.h"
+#include "tests/support/cluster_env.h"
 #include "tests/support/kp_sort.h"
 #include "tests/support/snapshot_gen.h"
 
 namespace kpc::test {
 namespace {
 
-const char* kEnvironment = R"(apiVersion: kpc.dev/v1alpha1
-kind: NodeEnvironment
-interfaces:
-- {name: lo, addresses: ["127.0.0.1/8", "::1/128"]}
-- {name: eth0, addresses: ["192.168.0.10/24", "2001:db8::10/64"]}
-)";
-
-testgen::GeneratedCluster compilable(testgen::GeneratedCluster c) {
-  if (c.nodes.empty()) c.nodes.push_back({"node-0", "", {}, {"192.168.0.10"}});
-  if (!c.config) c.config = testgen::GenProxyConfig{};
-  c.config->mode = "iptables";
-  c.config->hostname_override = c.nodes[0].name;
-  return c;
-}
-
 std::optional<Snapshot> load_docs(const std::vector<std::string>& docs) {
   std::vector<std::pair<std::string, std::string>> files;
   for (size_t i = 0; i < docs.size(); ++i) files.emplace_back("doc" + std::to_string(i) + ".yaml", docs[i]);
-  files.emplace_back("env.yaml", kEnvironment);
-  SourceManager sm;
-  DiagSink diags;
-  Snapshot snap;
-  if (!load_snapshot_text(files, LoadOptions{}, sm, &snap, diags)) return std::nullopt;
-  return snap;
+  return load_with_environment(files);
 }
 
 std::string compile_text(const Snapshot& s, Backend b, bool keep_ir = false, std::string* printed_ir = nullptr) {
@@ -57,7 +38,7 @@ std::string compile_text(const Snapshot& s, Backend b, bool keep_ir = false, std
 }  // namespace
 
 RC_GTEST_PROP(CompileProps, DeterministicUnderDocumentShuffling, ()) {
-  auto c = compilable(*testgen::gen_cluster());
+  auto c = make_compilable(*testgen::gen_cluster());
   auto docs = c.yaml_documents();
   auto a = load_docs(docs);
   RC_ASSERT(a.has_value());
@@ -73,7 +54,7 @@ RC_GTEST_PROP(CompileProps, DeterministicUnderDocumentShuffling, ()) {
 }
 
 RC_GTEST_PROP(CompileProps, ProgramsAreConsistentAndPrintedFromTheIR, ()) {
-  auto c = compilable(*testgen::gen_cluster());
+  auto c = make_compilable(*testgen::gen_cluster());
   auto s = load_docs(c.yaml_documents());
   RC_ASSERT(s.has_value());
   for (Backend be : {Backend::IPTables, Backend::IP6Tables}) {
@@ -86,7 +67,7 @@ RC_GTEST_PROP(CompileProps, ProgramsAreConsistentAndPrintedFromTheIR, ()) {
 }
 
 RC_GTEST_PROP(CompileProps, UnchangedPriorGivesPartialWithoutServiceChains, ()) {
-  auto c = compilable(*testgen::gen_cluster());
+  auto c = make_compilable(*testgen::gen_cluster());
   auto s = load_docs(c.yaml_documents());
   RC_ASSERT(s.has_value());
   for (Backend be : {Backend::IPTables, Backend::IP6Tables}) {
