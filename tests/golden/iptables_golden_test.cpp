@@ -19,28 +19,7 @@ namespace kpc::test {
 namespace {
 namespace fs = std::filesystem;
 
-struct Param {
-  FixtureCase fixture;
-  size_t step;
-  std::string backend;
-};
-
-void PrintTo(const Param& p, std::ostream* os) { *os << p.fixture.name << " step " << p.step + 1 << " " << p.backend; }
-
-std::vector<Param> params() {
-  std::vector<Param> out;
-  for (const auto& c : discover_fixtures())
-    for (size_t s = 0; s < c.steps.size(); ++s)
-      for (const auto& b : c.backends) out.push_back({c, s, b});
-  return out;
-}
-
-std::string param_name(const testing::TestParamInfo<Param>& info) {
-  std::string n = info.param.fixture.name + "_" + std::to_string(info.param.step + 1) + "_" + info.param.backend;
-  for (auto& ch : n)
-    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-}
+using Param = FixtureParam;
 
 // Reverses the order of the YAML documents of every input (and of the inputs).
 std::vector<std::pair<std::string, std::string>> reversed_documents(const std::vector<std::string>& inputs) {
@@ -106,7 +85,8 @@ TEST_P(IptablesGolden, MatchesExpectedAndKubeProxy) {
   EXPECT_EQ(shuffled.text, c.text) << "output depends on input order";
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, IptablesGolden, testing::ValuesIn(params()), param_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, IptablesGolden, testing::ValuesIn(fixture_params(0)),
+                         [](const testing::TestParamInfo<Param>& i) { return fixture_param_name(i.param); });
 
 }  // namespace
 }  // namespace kpc::test

@@ -20,28 +20,7 @@ namespace kpc::test {
 namespace {
 namespace fs = std::filesystem;
 
-struct Param {
-  FixtureCase fixture;
-  size_t step;  ///< >= 1
-  std::string backend;
-};
-
-void PrintTo(const Param& p, std::ostream* os) { *os << p.fixture.name << " step " << p.step + 1 << " " << p.backend; }
-
-std::vector<Param> params() {
-  std::vector<Param> out;
-  for (const auto& c : discover_fixtures())
-    for (size_t s = 1; s < c.steps.size(); ++s)
-      for (const auto& b : c.backends) out.push_back({c, s, b});
-  return out;
-}
-
-std::string param_name(const testing::TestParamInfo<Param>& info) {
-  std::string n = info.param.fixture.name + "_" + std::to_string(info.param.step + 1) + "_" + info.param.backend;
-  for (auto& ch : n)
-    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
-}
+using Param = FixtureParam;
 
 class IptablesPartial : public testing::TestWithParam<Param> {};
 
@@ -100,7 +79,8 @@ TEST_P(IptablesPartial, MatchesExpectedAndKubeProxy) {
         << line_diff(read_file(kp), sort_iptables_rules(c.text));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, IptablesPartial, testing::ValuesIn(params()), param_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, IptablesPartial, testing::ValuesIn(fixture_params(1)),
+                         [](const testing::TestParamInfo<Param>& i) { return fixture_param_name(i.param); });
 
 }  // namespace
 }  // namespace kpc::test

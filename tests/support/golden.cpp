@@ -44,6 +44,25 @@ Compiled finish(SourceManager& sm, Snapshot& snap, DiagSink& diags, bool loaded,
 
 }  // namespace
 
+std::vector<FixtureParam> fixture_params(size_t first_step) {
+  std::vector<FixtureParam> out;
+  for (const auto& c : discover_fixtures())
+    for (size_t s = first_step; s < c.steps.size(); ++s)
+      for (const auto& b : c.backends) out.push_back({c, s, b});
+  return out;
+}
+
+std::string fixture_param_name(const FixtureParam& p) {
+  std::string n = p.fixture.name + "_" + std::to_string(p.step + 1) + "_" + p.backend;
+  for (auto& ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+
+void PrintTo(const FixtureParam& p, std::ostream* os) {
+  *os << p.fixture.name << " step " << p.step + 1 << " " << p.backend;
+}
+
 bool updating_golden() {
   const char* v = std::getenv("KPC_UPDATE_GOLDEN");
   return v && std::string(v) == "1";

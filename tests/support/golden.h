@@ -4,6 +4,7 @@
 // A missing expected file is a failure unless updating. See docs/testing.md.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,18 @@ struct FixtureCase {
   std::vector<std::string> backends;   ///< iptables / ip6tables
   std::vector<FixtureStep> steps;      ///< one for single-snapshot cases
 };
+
+/// One (case, step, backend) of a fixture-driven parameterised test.
+struct FixtureParam {
+  FixtureCase fixture;
+  size_t step;
+  std::string backend;
+};
+/// Every (case, step >= first_step, backend) in fixture order.
+std::vector<FixtureParam> fixture_params(size_t first_step);
+/// A gtest-safe name: "<case>_<step>_<backend>" with non-alphanumerics as '_'.
+std::string fixture_param_name(const FixtureParam& p);
+void PrintTo(const FixtureParam& p, std::ostream* os);
 
 /// Every fixtures/<case>/ with a case.yaml, sorted by name.
 std::vector<FixtureCase> discover_fixtures();
