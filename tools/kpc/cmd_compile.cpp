@@ -27,28 +27,13 @@ struct CompileOptions {
 // --prior-state: the node's actual state (iptables-save output or a restore program)
 // -> the smallest program that brings it to the full program's state.
 int repair_from_state(const CompileOptions& o, const CompileResult& full) {
-  std::string text;
-  try {
-    text = read_text_file(o.prior_state);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error[E0001]: %s\n", e.what());
-    return kExitError;
-  }
   auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
   IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
-  verifier::RulesetState actual = verifier::RulesetState::empty(family);
+  verifier::RulesetState actual;
   std::string error;
-  if (!verifier::load_save(text, family, flavor, actual, &error)) {
-    // Not a save dump: accept a restore program kpc (or kube-proxy) wrote, applied to an empty node.
-    actual = verifier::RulesetState::empty(family);
-    verifier::ApplyOptions ao;
-    ao.noflush = true;
-    ao.flavor = flavor;
-    if (auto res = verifier::apply_text(actual, text, ao); !res.ok()) {
-      std::fprintf(stderr, "%s:%u: error[E0900]: %s\n", o.prior_state.c_str(), res.error->line,
-                   res.error->reason.c_str());
-      return kExitError;
-    }
+  if (!read_state(o.prior_state, family, flavor, &actual, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return kExitError;
   }
   auto r = applier::repair(actual, full.text, flavor);
   if (!r.ok) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/iptables/lower.h"
+#include "verifier/state/state.h"
 
 namespace kpc::cli {
 
@@ -18,6 +19,11 @@ constexpr int kExitInternal = 3;  ///< a bug in kpc (never expected; tests fail 
 void add_validate(CLI::App& app, int& exit_code);
 void add_compile(CLI::App& app, int& exit_code);
 void add_simulate(CLI::App& app, int& exit_code);
+
+/// A node state from an iptables-save dump or a restore program (applied to an empty node).
+bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, verifier::RulesetState* out,
+                std::string* error);
+void add_verify(CLI::App& app, int& exit_code);
 
 /// Reads a whole file (throws std::runtime_error naming the path).
 std::string read_text_file(const std::string& path);

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   int exit_code = kpc::cli::kExitOk;
   kpc::cli::add_validate(app, exit_code);
   kpc::cli::add_compile(app, exit_code);
+  kpc::cli::add_verify(app, exit_code);
   kpc::cli::add_simulate(app, exit_code);
   try {
     app.parse(argc, argv);

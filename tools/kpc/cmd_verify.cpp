@@ -1,0 +1,113 @@
+// `kpc verify --state PRIOR --partial PARTIAL --full FULL` and `kpc verify NEW... --prior OLD...`:
+// does applying the partial program to the prior state give the full program's state?
+// Exit 0 identical (or equivalent with --allow-equivalent), 1 otherwise, 2 error.
+#include <cstdio>
+
+#include "compiler/driver/compile.h"
+#include "compiler/model/loader.h"
+#include "tools/kpc/commands.h"
+#include "verifier/equiv/verify.h"
+
+namespace kpc::cli {
+namespace {
+
+struct VerifyOptions {
+  std::string state, partial, full;
+  std::vector<std::string> next, prior;
+  std::string backend = "iptables";
+  std::string flavor = "legacy";
+  std::string format = "text";
+  bool allow_equivalent = false;
+};
+
+// The three programs from snapshots: prior state = full(OLD) on an empty node.
+bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, std::string* partial, std::string* full) {
+  SourceManager sm;
+  DiagSink diags;
+  Snapshot next_snap, prior_snap;
+  bool ok = load_snapshot(o.next, LoadOptions{}, sm, &next_snap, diags);
+  ok = load_snapshot(o.prior, LoadOptions{}, sm, &prior_snap, diags) && ok;
+  std::optional<CompileResult> a, b, c;
+  if (ok) {
+    a = compile_iptables(prior_snap, backend, {}, diags);
+    b = compile_iptables_from_prior(next_snap, prior_snap, backend, {}, diags);
+    PriorOptions full_sync;  // what a full sync on that prior writes (it deletes stale chains too)
+    full_sync.force_full = true;
+    c = compile_iptables_from_prior(next_snap, prior_snap, backend, full_sync, diags);
+  }
+  diags.sort_and_dedup();
+  std::fputs(diags.render(sm).c_str(), stderr);
+  if (!a || !b || !c) return false;
+  *prior = std::move(a->text);
+  *partial = std::move(b->text);
+  *full = std::move(c->text);
+  return true;
+}
+
+int run(const VerifyOptions& o) {
+  auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
+  Backend backend = *backend_from_name(o.backend);
+  IPFamily family = backend_family(backend);
+  verifier::RulesetState prior = verifier::RulesetState::empty(family);
+  std::string partial, full, error;
+  if (!o.next.empty()) {
+    std::string prior_program;
+    if (!compile_three(o, backend, &prior_program, &partial, &full)) return kExitError;
+    verifier::ApplyOptions ao;
+    ao.noflush = true;
+    ao.flavor = flavor;
+    if (auto res = verifier::apply_text(prior, prior_program, ao); !res.ok()) {
+      std::fprintf(stderr, "internal error: the prior's full program fails: %s\n", res.error->reason.c_str());
+      return kExitInternal;
+    }
+  } else {
+    if (o.state.empty() || o.partial.empty() || o.full.empty()) {
+      std::fprintf(stderr, "kpc verify: give --state, --partial and --full, or SNAPSHOT... --prior OLD...\n");
+      return kExitError;
+    }
+    if (!read_state(o.state, family, flavor, &prior, &error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return kExitError;
+    }
+    try {
+      partial = read_text_file(o.partial);
+      full = read_text_file(o.full);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "error[E0001]: %s\n", e.what());
+      return kExitError;
+    }
+  }
+  auto r = verifier::verify(prior, partial, full, flavor);
+  std::string report = o.format == "json" ? verifier::format_json(r) : verifier::format_text(r);
+  std::fputs(report.c_str(), stdout);
+  if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;
+  if (r.verdict == verifier::Verdict::Identical) return kExitOk;
+  if (r.verdict == verifier::Verdict::Equivalent && o.allow_equivalent) return kExitOk;
+  return kExitDifferent;
+}
+
+}  // namespace
+
+void add_verify(CLI::App& app, int& exit_code) {
+  auto opts = std::make_shared<VerifyOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "verify", "Check that a partial restore applied to the prior state equals the full restore "
+                "(exit 0 identical, 1 differs or fails, 2 error)");
+  cmd->add_option("snapshot", opts->next, "with --prior: the new snapshot (kpc compiles all three programs)");
+  cmd->add_option("--prior", opts->prior, "the snapshot last synced");
+  cmd->add_option("--state", opts->state, "the prior state: an iptables-save dump or a restore program");
+  cmd->add_option("--partial", opts->partial, "the partial restore program");
+  cmd->add_option("--full", opts->full, "the full restore program");
+  cmd->add_option("--backend", opts->backend, "iptables or ip6tables")
+      ->check(CLI::IsMember({"iptables", "ip6tables"}))
+      ->capture_default_str();
+  cmd->add_option("--flavor", opts->flavor, "legacy or nft restore semantics")
+      ->check(CLI::IsMember({"legacy", "nft"}))
+      ->capture_default_str();
+  cmd->add_option("--format", opts->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  cmd->add_flag("--allow-equivalent", opts->allow_equivalent,
+                "exit 0 when the states differ only in chains no packet can reach");
+  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
+}
+
+}  // namespace kpc::cli

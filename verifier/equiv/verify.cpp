@@ -1,0 +1,155 @@
+#include "verifier/equiv/verify.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+namespace kpc::verifier {
+namespace {
+
+// kube-proxy links these from the built-in chains with individual iptables -I commands,
+// outside any restore program (kubeproxy-iptables.md section 3), so a state built from
+// restore programs alone lacks those jumps. Treating them as entry points is the safe
+// direction: more reachable chains can only turn "equivalent" into "differs".
+bool kube_proxy_entry(ir::TableId t, const std::string& chain) {
+  if (t == ir::TableId::Nat) return chain == "KUBE-SERVICES" || chain == "KUBE-POSTROUTING";
+  if (t == ir::TableId::Filter)
+    return chain == "KUBE-SERVICES" || chain == "KUBE-EXTERNAL-SERVICES" || chain == "KUBE-NODEPORTS" ||
+           chain == "KUBE-FORWARD" || chain == "KUBE-PROXY-FIREWALL" || chain == "KUBE-FIREWALL";
+  return false;
+}
+
+// Chains reachable from the entry points of a table, following jumps and gotos.
+std::set<std::string> reachable(const TableState& t, const RuleStore& store) {
+  std::set<std::string> seen;
+  std::vector<std::string> work;
+  for (const auto& [name, chain] : t.chains)
+    if (chain.builtin || kube_proxy_entry(t.id, name)) work.push_back(name), seen.insert(name);
+  while (!work.empty()) {
+    const Chain* c = t.find(work.back());
+    work.pop_back();
+    if (!c) continue;
+    for (uint32_t id : c->rules) {
+      const std::string& j = store.jump(id);
+      if (!j.empty() && seen.insert(j).second) work.push_back(j);
+    }
+  }
+  return seen;
+}
+
+// "ns/name:port" of a kube-proxy comment ("ns/svc:p80 cluster IP", "ns/svc:p80 -> 10.0.0.1:80", ...).
+void services_of(const Chain* c, const RuleStore& store, std::set<std::string>& out) {
+  if (!c) return;
+  for (uint32_t id : c->rules) {
+    const std::string& text = store.text(id);
+    size_t p = text.find("--comment ");
+    if (p == std::string::npos) continue;
+    p += 10;
+    if (p < text.size() && text[p] == '"') ++p;
+    size_t e = text.find_first_of(" \"", p);
+    std::string word = text.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    if (word.find('/') != std::string::npos) out.insert(word);
+  }
+}
+
+const char* kind_text(ChainDiff::Kind k) {
+  switch (k) {
+    case ChainDiff::TablePresence: return "table presence differs";
+    case ChainDiff::OnlyInA: return "only after partial";
+    case ChainDiff::OnlyInB: return "only after full";
+    case ChainDiff::Policy: return "policy differs";
+    case ChainDiff::Rules: return "rules differ";
+  }
+  return "?";
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::Identical: return "identical";
+    case Verdict::Equivalent: return "equivalent";
+    case Verdict::Differs: return "differs";
+    case Verdict::FailsToApply: return "fails to apply";
+  }
+  return "?";
+}
+
+VerifyResult verify(const RulesetState& prior, std::string_view partial, std::string_view full, Flavor flavor) {
+  VerifyResult r;
+  ApplyOptions opts;
+  opts.noflush = true;
+  opts.flavor = flavor;
+  RulesetState a = prior, b = prior;  // share the rule store: chains compare by rule ids
+  if (auto res = apply_text(b, full, opts); !res.ok()) {
+    r.verdict = Verdict::FailsToApply;
+    r.failure = res.error;
+    r.failing_program = "full";
+    return r;
+  }
+  if (auto res = apply_text(a, partial, opts); !res.ok()) {
+    r.verdict = Verdict::FailsToApply;
+    r.failure = res.error;
+    r.failing_program = "partial";
+    return r;
+  }
+  auto diffs = diff_states(a, b);
+  if (diffs.empty()) return r;
+  r.verdict = Verdict::Equivalent;
+  for (const auto& d : diffs) {
+    ChainDifference cd{d.table, d.chain, kind_text(d.kind), false, {}};
+    const TableState& ta = a.table(d.table);
+    const TableState& tb = b.table(d.table);
+    if (d.kind == ChainDiff::TablePresence) {
+      cd.reachable = true;
+    } else {
+      cd.reachable = reachable(ta, *a.store).count(d.chain) || reachable(tb, *b.store).count(d.chain);
+      std::set<std::string> services;
+      services_of(ta.find(d.chain), *a.store, services);
+      services_of(tb.find(d.chain), *b.store, services);
+      cd.services.assign(services.begin(), services.end());
+    }
+    if (cd.reachable) r.verdict = Verdict::Differs;
+    r.differences.push_back(std::move(cd));
+  }
+  return r;
+}
+
+std::string format_text(const VerifyResult& r) {
+  std::string out = std::string("verdict: ") + verdict_name(r.verdict) + "\n";
+  if (r.failure)
+    out += "the " + r.failing_program + " program fails at line " + std::to_string(r.failure->line) + ": " +
+           r.failure->reason + "\n  the real tool would say: " + r.failure->message + "\n";
+  for (const auto& d : r.differences) {
+    out += std::string("  ") + ir::table_name(d.table) + "/" + d.chain + ": " + d.kind +
+           (d.reachable ? " (reachable: may change packets)" : " (unreachable: no packet can see it)");
+    if (!d.services.empty()) {
+      out += " [";
+      for (size_t i = 0; i < d.services.size(); ++i) out += (i ? ", " : "") + d.services[i];
+      out += "]";
+    }
+    out += "\n";
+  }
+  if (r.verdict == Verdict::Differs)
+    out += "note: reachable chains differ; the packet-level analysis that would prove or refute equivalence "
+           "(with a witness packet) is not implemented yet\n";
+  return out;
+}
+
+std::string format_json(const VerifyResult& r) {
+  nlohmann::json j;
+  j["verdict"] = verdict_name(r.verdict);
+  if (r.failure)
+    j["failure"] = {{"program", r.failing_program}, {"line", r.failure->line}, {"reason", r.failure->reason},
+                    {"message", r.failure->message}};
+  j["differences"] = nlohmann::json::array();
+  for (const auto& d : r.differences)
+    j["differences"].push_back({{"table", ir::table_name(d.table)},
+                                {"chain", d.chain},
+                                {"kind", d.kind},
+                                {"reachable", d.reachable},
+                                {"services", d.services}});
+  return j.dump(2) + "\n";
+}
+
+}  // namespace kpc::verifier
