@@ -34,6 +34,7 @@ step "$KPC" compile "$OUT/next" --backend iptables -o "$OUT/next-full.restore"
 "$KPC" simulate --noflush "$OUT/iptables.restore" "$OUT/partial.restore" > "$OUT/prior+partial.save"
 "$KPC" simulate --noflush "$OUT/next-full.restore" > "$OUT/full.save"
 if diff -u "$OUT/full.save" "$OUT/prior+partial.save"; then echo "identical: prior + partial == full"; fi
+step "$KPC" verify "$OUT/next" --prior "$EXAMPLE"
 
 printf '\nDrift: the node lost a rule and has a stale chain; kpc writes the smallest repair:\n'
 sed -e '0,/^-A KUBE-SVC-.*probability.*$/{/^-A KUBE-SVC-.*probability.*$/d}' \
