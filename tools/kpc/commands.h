@@ -19,6 +19,7 @@ constexpr int kExitInternal = 3;  ///< a bug in kpc (never expected; tests fail 
 void add_validate(CLI::App& app, int& exit_code);
 void add_compile(CLI::App& app, int& exit_code);
 void add_simulate(CLI::App& app, int& exit_code);
+void add_trace(CLI::App& app, int& exit_code);
 
 /// A node state from an iptables-save dump or a restore program (applied to an empty node).
 bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, verifier::RulesetState* out,

@@ -1,0 +1,98 @@
+// `kpc trace`: text and JSON output, kube-proxy test mode, exit codes (0 traced, 2 bad input).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/test_util.h"
+
+namespace kpc::test {
+namespace {
+
+const std::string kExample = "fixtures/example/expected/iptables.restore";
+
+TEST(TraceCli, ThreeEndpointsTextShowsExactRealisedDistribution) {
+  auto r = run({bin_path("kpc"), "trace", source_path(kExample), "--src", "10.244.1.5", "--dst", "10.96.30.30",
+                "--dport", "9000", "--from", "pod", "--in-iface", "cbr0", "--local-address", "192.168.0.2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("3 outcomes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("p = 715827883/2147483648 ~ 0.3333333335  ACCEPT (forward)  DNAT 10.244.1.30:9000"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("p = 1431655765/4294967296 ~ 0.3333333333  ACCEPT (forward)  DNAT 10.244.2.31:9000"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("DNAT 10.244.2.32:9000"), std::string::npos);
+  EXPECT_NE(r.out.find("service shop/cart"), std::string::npos);
+  EXPECT_NE(r.out.find("nat      KUBE-SERVICES"), std::string::npos);
+  EXPECT_EQ(r.out.find("total probability"), std::string::npos);  // sums to 1
+}
+
+TEST(TraceCli, JsonOutputAndAffinity) {
+  auto r =
+      run({bin_path("kpc"), "trace", source_path(kExample), "--src", "10.244.1.5", "--dst", "10.96.30.30", "--dport",
+           "9000", "--from", "pod", "--in-iface", "cbr0", "--format", "json", "--affinity", "10.244.2.32:9000"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["outcomes"].size(), 1u);
+  const auto& o = j["outcomes"][0];
+  EXPECT_EQ(o["verdict"], "ACCEPT");
+  EXPECT_EQ(o["dnat"], "10.244.2.32:9000");
+  EXPECT_EQ(o["probability"]["fraction"], "1");
+  EXPECT_EQ(o["probability"]["decimal"], "1.0000000000");
+  EXPECT_EQ(o["masquerade"], false);
+  ASSERT_FALSE(o["path"].empty());
+  EXPECT_EQ(o["path"][0]["table"], "nat");
+  EXPECT_EQ(o["path"][0]["chain"], "PREROUTING");
+  EXPECT_EQ(o["services"][0], "shop/cart");
+  EXPECT_EQ(j["packet"]["from"], "pod");
+  EXPECT_EQ(j["total_probability"]["fraction"], "1");
+}
+
+TEST(TraceCli, KubeProxyTestMode) {
+  auto r = run({bin_path("kpc"), "trace", source_path("fixtures/kp-load-balancer/expected/iptables.restore"),
+                "--kube-proxy-test", "--src", "10.0.0.2", "--dst", "1.2.3.4", "--dport", "80", "--local-address",
+                "192.168.0.2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("output: DROP\nmasq: false\n", 0), 0u) << r.out;
+}
+
+TEST(TraceCli, UnknownOutcomeIsReportedNotGuessed) {
+  std::string dir = temp_dir("trace");
+  write_file(dir + "/p.restore",
+             "*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -m set --match-set BLOCK src -j DROP\nCOMMIT\n");
+  auto r = run({bin_path("kpc"), "trace", dir + "/p.restore", "--src", "10.0.0.2", "--dst", "10.1.0.1", "--dport", "80",
+                "--jumps", "no"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("UNKNOWN"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unknown: ipset \"BLOCK\" contents not known"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#1 -A FORWARD -m set --match-set BLOCK src -j DROP   [unknown]"), std::string::npos) << r.out;
+}
+
+TEST(TraceCli, BadInputExitsTwo) {
+  std::string dir = temp_dir("trace");
+  write_file(dir + "/bad.restore", "*filter\n-A NOPE -j ACCEPT\nCOMMIT\n");
+  write_file(dir + "/syntax.restore", "*filter\n-A INPUT --bogus\nCOMMIT\n");
+  std::string ex = source_path(kExample);
+  std::vector<std::vector<std::string>> cases = {
+      {"trace", dir + "/missing.restore", "--src", "10.0.0.1", "--dst", "10.0.0.2", "--dport", "80"},
+      {"trace", dir + "/bad.restore", "--src", "10.0.0.1", "--dst", "10.0.0.2", "--dport", "80"},
+      {"trace", dir + "/syntax.restore", "--src", "10.0.0.1", "--dst", "10.0.0.2", "--dport", "80"},
+      {"trace", ex, "--src", "10.0.0.x", "--dst", "10.0.0.2", "--dport", "80"},
+      {"trace", ex, "--src", "fd00::1", "--dst", "fd00::2", "--dport", "80"},  // IPv6 on iptables
+      {"trace", ex, "--src", "10.0.0.1", "--dst", "10.0.0.2", "--dport", "70000"},
+      {"trace", ex, "--src", "10.0.0.1", "--dst", "10.0.0.2", "--dport", "80", "--proto", "icmp"},
+      {"trace", ex, "--src", "10.0.0.1", "--dst", "10.0.0.2", "--dport", "80", "--mark", "zz"},
+      {"trace", ex, "--src", "10.0.0.1", "--dst", "10.0.0.2", "--dport", "80", "--affinity", "10.9.9.9:1"},
+      {"trace", ex, "--src", "10.0.0.1", "--dst", "10.0.0.2"},  // no --dport
+  };
+  for (auto args : cases) {
+    args.insert(args.begin(), bin_path("kpc"));
+    auto r = run(args);
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.out << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace kpc::test

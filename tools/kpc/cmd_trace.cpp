@@ -1,0 +1,293 @@
+// `kpc trace RULES --src IP --dst IP [--proto tcp|udp|sctp] --dport N [--sport N]
+//   [--from pod|node|external] [--local-address IP...] [--in-iface IF] [--out-iface IF]
+//   [--mark V] [--ctstate S] [--affinity new|KUBE-SEP-...|IP:PORT] [--jumps auto|yes|no]
+//   [--backend iptables|ip6tables] [--flavor legacy|nft] [--format text|json] [--kube-proxy-test]`
+//
+// Loads RULES (an iptables-save dump or a restore program, applied with --noflush to an
+// empty state) and traces one packet through it (verifier/trace/tracer.h): every
+// outcome with its exact probability, verdict, DNAT destination, masquerading, final
+// mark and rule path. Exit 0 traced, 2 bad input.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tools/kpc/commands.h"
+#include "verifier/state/state.h"
+#include "verifier/trace/tracer.h"
+
+namespace kpc::cli {
+namespace {
+
+struct TraceCliOptions {
+  std::string rules;
+  std::string src, dst, proto = "tcp", from = "external";
+  int dport = -1, sport = -1;
+  std::vector<std::string> local_addresses;
+  std::string in_iface, out_iface, mark = "0", ctstate = "NEW";
+  std::vector<std::string> affinity;
+  std::string jumps = "auto";
+  std::string backend = "iptables", flavor = "legacy", format = "text";
+  bool kube_proxy_test = false;
+  size_t max_outcomes = 100000;
+};
+
+bool read_all(const std::string& path, std::string* out) {
+  std::ostringstream ss;
+  if (path == "-") {
+    ss << std::cin.rdbuf();
+  } else {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return false;
+    ss << f.rdbuf();
+    if (f.bad()) return false;
+  }
+  *out = ss.str();
+  return true;
+}
+
+int bad(const std::string& msg) {
+  std::fprintf(stderr, "kpc trace: %s\n", msg.c_str());
+  return kExitError;
+}
+
+bool parse_u32(const std::string& s, uint32_t* v) {
+  if (s.empty()) return false;
+  try {
+    size_t used = 0;
+    unsigned long long x = std::stoull(s, &used, 0);
+    if (used != s.size() || x > 0xffffffffull) return false;
+    *v = static_cast<uint32_t>(x);
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+std::string hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%x", v);
+  return b;
+}
+
+nlohmann::ordered_json probability_json(const verifier::trace::Probability& p) {
+  nlohmann::ordered_json j;
+  j["decimal"] = p.decimal(10);
+  j["numerator"] = p.numerator().str();
+  j["denominator_log2"] = p.denominator_log2();
+  j["fraction"] =
+      p.denominator_log2() <= 1024 ? p.fraction() : p.numerator().str() + "/2^" + std::to_string(p.denominator_log2());
+  return j;
+}
+
+std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::TraceOptions& topt,
+                    const verifier::trace::TraceResult& r) {
+  using namespace verifier::trace;
+  nlohmann::ordered_json j;
+  nlohmann::ordered_json p;
+  p["src"] = pkt.src.str();
+  p["dst"] = pkt.dst.str();
+  p["proto"] = proto_name(pkt.proto);
+  p["dport"] = pkt.dport;
+  p["sport"] = pkt.sport ? nlohmann::ordered_json(*pkt.sport) : nlohmann::ordered_json(nullptr);
+  p["from"] = origin_name(pkt.origin);
+  p["in_iface"] = pkt.in_iface ? nlohmann::ordered_json(*pkt.in_iface) : nlohmann::ordered_json(nullptr);
+  p["out_iface"] = pkt.out_iface ? nlohmann::ordered_json(*pkt.out_iface) : nlohmann::ordered_json(nullptr);
+  p["mark"] = hex(pkt.mark);
+  p["ctstate"] = ir::ctstate_text(pkt.ctstate);
+  p["remembered"] = pkt.remembered;
+  nlohmann::ordered_json locals = nlohmann::ordered_json::array();
+  for (const auto& a : topt.local_addresses) locals.push_back(a.str());
+  p["local_addresses"] = locals;
+  j["packet"] = p;
+  j["notes"] = r.notes;
+  nlohmann::ordered_json outs = nlohmann::ordered_json::array();
+  for (const auto& o : r.outcomes) {
+    nlohmann::ordered_json x;
+    x["probability"] = probability_json(o.probability);
+    x["verdict"] = verdict_name(o.verdict);
+    x["route"] = o.route.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.route);
+    x["dnat"] = o.dnat ? nlohmann::ordered_json(o.dnat_text) : nlohmann::ordered_json(nullptr);
+    x["masquerade"] = o.masquerade;
+    x["snat"] = o.snat_text.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.snat_text);
+    x["mark"] = hex(o.final_mark);
+    x["services"] = o.services;
+    if (o.verdict == Verdict::Unknown) x["unknown"] = o.unknown_reason;
+    nlohmann::ordered_json path = nlohmann::ordered_json::array();
+    for (const auto& s : o.path) {
+      nlohmann::ordered_json st;
+      static const char* kinds[] = {"rule", "not-taken", "policy", "unknown"};
+      st["kind"] = kinds[s.kind];
+      st["table"] = ir::table_name(s.table);
+      st["chain"] = s.chain;
+      st["rule"] = s.rule_no;
+      st["text"] = s.text;
+      if (!s.comment.empty()) st["comment"] = s.comment;
+      if (!s.note.empty()) st["note"] = s.note;
+      path.push_back(st);
+    }
+    x["path"] = path;
+    outs.push_back(x);
+  }
+  j["outcomes"] = outs;
+  nlohmann::ordered_json dist = nlohmann::ordered_json::array();
+  for (const auto& d : distribution(r)) {
+    nlohmann::ordered_json x;
+    x["probability"] = probability_json(d.probability);
+    x["verdict"] = verdict_name(d.verdict);
+    x["dnat"] = d.dnat_text.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(d.dnat_text);
+    x["masquerade"] = d.masquerade;
+    if (!d.unknown_reason.empty()) x["unknown"] = d.unknown_reason;
+    x["outcomes"] = d.outcomes;
+    dist.push_back(x);
+  }
+  j["distribution"] = dist;
+  j["total_probability"] = probability_json(r.total());
+  // Invalid UTF-8 in a comment must not abort the dump.
+  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
+int run(const TraceCliOptions& o) {
+  using namespace verifier::trace;
+  IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
+  verifier::Flavor flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
+
+  Packet pkt;
+  auto src = IPAddr::parse(o.src), dst = IPAddr::parse(o.dst);
+  if (!src) return bad("--src: not an IP address: " + o.src);
+  if (!dst) return bad("--dst: not an IP address: " + o.dst);
+  if (src->family != family || dst->family != family)
+    return bad(std::string("--src/--dst must be ") + family_name(family) + " addresses for --backend " + o.backend);
+  pkt.src = *src;
+  pkt.dst = *dst;
+  auto proto = proto_from_name(o.proto);
+  if (!proto) return bad("--proto: expected tcp, udp or sctp");
+  pkt.proto = *proto;
+  if (o.dport < 0 || o.dport > 65535) return bad("--dport: expected 0..65535");
+  pkt.dport = static_cast<uint16_t>(o.dport);
+  if (o.sport > 65535) return bad("--sport: expected 0..65535");
+  if (o.sport >= 0) pkt.sport = static_cast<uint16_t>(o.sport);
+  pkt.origin = *origin_from_name(o.from);
+  if (!o.in_iface.empty())
+    pkt.in_iface = o.in_iface;
+  else if (pkt.origin == Origin::External)
+    pkt.in_iface = "eth0";
+  if (!o.out_iface.empty()) pkt.out_iface = o.out_iface;
+  if (!parse_u32(o.mark, &pkt.mark)) return bad("--mark: expected a 32-bit number");
+  auto ct = ir::parse_ctstate(o.ctstate);
+  if (!ct || !*ct) return bad("--ctstate: expected NEW, ESTABLISHED, RELATED, INVALID or UNTRACKED");
+  pkt.ctstate = *ct;
+
+  TraceOptions topt;
+  topt.max_outcomes = o.max_outcomes;
+  for (const auto& s : o.local_addresses) {
+    auto a = IPAddr::parse(s);
+    if (!a) return bad("--local-address: not an IP address: " + s);
+    topt.local_addresses.push_back(*a);
+  }
+
+  std::string text;
+  if (!read_all(o.rules, &text)) return bad(o.rules + ": cannot read");
+  verifier::RulesetState state = verifier::RulesetState::empty(family);
+  verifier::ApplyOptions ao;
+  ao.noflush = true;
+  ao.flavor = flavor;
+  verifier::ParseError perr;
+  auto r = verifier::apply_text(state, text, ao, &perr);
+  if (!r.ok()) {
+    if (perr.line) return bad(o.rules + ":" + std::to_string(perr.line) + ": " + perr.message);
+    return bad(o.rules + ":" + std::to_string(r.error->line) + ": does not load: " + r.error->reason);
+  }
+  bool add_jumps = o.jumps == "yes" || (o.jumps == "auto" && verifier::trace::builtin_chains_empty(state));
+  std::vector<std::string> notes;
+  if (add_jumps) {
+    std::string err;
+    if (!add_kube_proxy_jumps(state, &err))
+      return bad("kube-proxy's jump rules do not load with " + o.rules + ": " + err);
+    notes.push_back("added the jump rules kube-proxy installs in the built-in chains outside its restore input");
+  }
+
+  if (o.kube_proxy_test) {
+    std::vector<std::string> locals = o.local_addresses;
+    auto kp = trace_kube_proxy_test(state, o.src, o.proto, o.dst, std::to_string(o.dport), locals);
+    if (o.format == "json") {
+      nlohmann::ordered_json j;
+      j["output"] = kp.output;
+      j["masq"] = kp.masq;
+      j["matches"] = kp.matches;
+      if (!kp.error.empty()) j["error"] = kp.error;
+      std::fputs((j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n").c_str(), stdout);
+    } else {
+      std::printf("output: %s\nmasq: %s\n", kp.output.c_str(), kp.masq ? "true" : "false");
+      if (!kp.error.empty()) std::printf("error: %s\n", kp.error.c_str());
+      std::printf("matched rules:\n");
+      for (const auto& m : kp.matches) std::printf("  %s\n", m.c_str());
+    }
+    return kp.error.empty() ? kExitOk : kExitError;
+  }
+
+  for (const auto& a : o.affinity) {
+    if (a == "new") continue;
+    auto names = resolve_affinity(state, a);
+    if (names.empty()) return bad("--affinity: no KUBE-SEP chain DNATs to " + a);
+    pkt.remembered.insert(pkt.remembered.end(), names.begin(), names.end());
+  }
+
+  Tracer tracer(state, topt);
+  TraceResult res = tracer.trace(pkt);
+  res.notes.insert(res.notes.begin(), notes.begin(), notes.end());
+  std::string out = o.format == "json" ? to_json(pkt, topt, res) : format_text(pkt, topt, res);
+  return write_output("", out) ? kExitOk : kExitError;
+}
+
+}  // namespace
+
+void add_trace(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<TraceCliOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "trace",
+      "Trace one packet through a ruleset (an iptables-save dump or a restore program): every outcome with "
+      "its exact probability, verdict, DNAT destination and rule path (exit 0 traced, 2 bad input)");
+  cmd->add_option("rules", o->rules, "iptables-save dump or restore program ('-' for stdin)")->required();
+  cmd->add_option("--src", o->src, "source address")->required();
+  cmd->add_option("--dst", o->dst, "destination address")->required();
+  cmd->add_option("--proto", o->proto, "tcp, udp or sctp")->capture_default_str();
+  cmd->add_option("--dport", o->dport, "destination port")->required();
+  cmd->add_option("--sport", o->sport, "source port (default: not given; a --sport test is then unknown)");
+  cmd->add_option("--from", o->from, "where the packet comes from: pod, node (locally generated) or external")
+      ->check(CLI::IsMember({"pod", "node", "external"}))
+      ->capture_default_str();
+  cmd->add_option("--local-address", o->local_addresses,
+                  "the node's addresses (addrtype LOCAL; 127.0.0.0/8 and ::1 are always local)");
+  cmd->add_option("--in-iface", o->in_iface,
+                  "interface the packet arrives on (default: eth0 from external, not given from a pod: -i tests are "
+                  "then unknown)");
+  cmd->add_option("--out-iface", o->out_iface, "interface routing sends the packet out of (default: not given)");
+  cmd->add_option("--mark", o->mark, "packet mark")->capture_default_str();
+  cmd->add_option("--ctstate", o->ctstate, "conntrack state (NEW: the first packet of a connection)")
+      ->capture_default_str();
+  cmd->add_option("--affinity", o->affinity,
+                  "session affinity: 'new' (a new client), or a remembered client's endpoint (KUBE-SEP-... chain or "
+                  "IP:PORT)");
+  cmd->add_option("--jumps", o->jumps,
+                  "add kube-proxy's jump rules from the built-in chains: auto (when the built-in chains are empty), "
+                  "yes, no")
+      ->check(CLI::IsMember({"auto", "yes", "no"}))
+      ->capture_default_str();
+  cmd->add_option("--backend", o->backend, "iptables or ip6tables")
+      ->check(CLI::IsMember({"iptables", "ip6tables"}))
+      ->capture_default_str();
+  cmd->add_option("--flavor", o->flavor, "legacy or nft (how RULES is loaded)")
+      ->check(CLI::IsMember({"legacy", "nft"}))
+      ->capture_default_str();
+  cmd->add_option("--format", o->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")->capture_default_str();
+  cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
+                "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");
+  cmd->callback([o, &exit_code] { exit_code = run(*o); });
+}
+
+}  // namespace kpc::cli

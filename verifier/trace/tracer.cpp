@@ -1,0 +1,1028 @@
+#include "verifier/trace/tracer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "compiler/ir/printer.h"
+#include "compiler/support/text.h"
+#include "verifier/parse/parser.h"
+
+namespace kpc::verifier::trace {
+
+using ir::ArgKind;
+using ir::TableId;
+using ir::TargetKind;
+
+const char* origin_name(Origin o) {
+  switch (o) {
+    case Origin::Pod:
+      return "pod";
+    case Origin::Node:
+      return "node";
+    case Origin::External:
+      return "external";
+  }
+  return "?";
+}
+
+std::optional<Origin> origin_from_name(std::string_view s) {
+  if (s == "pod") return Origin::Pod;
+  if (s == "node") return Origin::Node;
+  if (s == "external") return Origin::External;
+  return std::nullopt;
+}
+
+std::optional<uint8_t> proto_from_name(std::string_view s) {
+  std::string l = to_lower(s);
+  if (l == "tcp") return kProtoTCP;
+  if (l == "udp") return kProtoUDP;
+  if (l == "sctp") return kProtoSCTP;
+  return std::nullopt;
+}
+
+const char* proto_name(uint8_t p) {
+  switch (p) {
+    case kProtoTCP:
+      return "tcp";
+    case kProtoUDP:
+      return "udp";
+    case kProtoSCTP:
+      return "sctp";
+  }
+  return "?";
+}
+
+const char* verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::Accept:
+      return "ACCEPT";
+    case Verdict::Drop:
+      return "DROP";
+    case Verdict::Reject:
+      return "REJECT";
+    case Verdict::Unknown:
+      return "UNKNOWN";
+  }
+  return "?";
+}
+
+Probability TraceResult::total() const {
+  Probability t = Probability::zero();
+  for (const auto& o : outcomes) t = t + o.probability;
+  return t;
+}
+
+std::string host_port(const IPAddr& a, uint16_t port) {
+  if (a.family == IPFamily::V6) return "[" + a.str() + "]:" + std::to_string(port);
+  return a.str() + ":" + std::to_string(port);
+}
+
+std::string service_from_comment(std::string_view comment) {
+  size_t i = 0;
+  while (i < comment.size()) {
+    while (i < comment.size() && comment[i] == ' ') ++i;
+    size_t j = i;
+    while (j < comment.size() && comment[j] != ' ') ++j;
+    std::string_view w = comment.substr(i, j - i);
+    size_t slash = w.find('/');
+    if (slash != std::string_view::npos && slash > 0 && slash + 1 < w.size()) return std::string(w);
+    i = j;
+  }
+  return "";
+}
+
+namespace {
+
+// -------------------------------------------------------------- helpers
+
+/// iptables' interface match: "eth+" is a prefix, anything else the exact name.
+bool iface_matches(const std::string& pattern, const std::string& name) {
+  if (!pattern.empty() && pattern.back() == '+')
+    return name.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0;
+  return pattern == name;
+}
+
+/// Protocol number of a -p value (name or number); nullopt if not known.
+std::optional<int> proto_number(const std::string& text) {
+  static const std::map<std::string, int> names = {
+      {"all", 0},  {"tcp", 6}, {"udp", 17},   {"udplite", 136}, {"icmp", 1},      {"icmpv6", 58}, {"ipv6-icmp", 58},
+      {"esp", 50}, {"ah", 51}, {"sctp", 132}, {"mh", 135},      {"ipv6-mh", 135}, {"gre", 47},    {"dccp", 33}};
+  std::string l = to_lower(text);
+  auto it = names.find(l);
+  if (it != names.end()) return it->second;
+  if (l.empty() || l.size() > 3) return std::nullopt;
+  int v = 0;
+  for (char c : l) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v <= 255 ? std::optional<int>(v) : std::nullopt;
+}
+
+bool parse_port_list(const std::string& text, std::vector<std::pair<uint32_t, uint32_t>>* out) {
+  for (auto part : split(text, ',')) {
+    size_t colon = part.find(':');
+    auto num = [](std::string_view s, uint32_t* v) {
+      if (s.empty()) return false;
+      *v = 0;
+      for (char c : s) {
+        if (c < '0' || c > '9') return false;
+        *v = *v * 10 + static_cast<uint32_t>(c - '0');
+        if (*v > 65535) return false;
+      }
+      return true;
+    };
+    uint32_t lo = 0, hi = 0;
+    if (!num(part.substr(0, colon), &lo)) return false;
+    hi = lo;
+    if (colon != std::string_view::npos && !num(part.substr(colon + 1), &hi)) return false;
+    out->push_back({lo, hi});
+  }
+  return true;
+}
+
+constexpr uint32_t kAddrLocal = 1u << 2;  // XT_ADDRTYPE_LOCAL
+
+enum class Hook : uint8_t { Prerouting, Input, Forward, Output, Postrouting };
+const char* hook_chain(Hook h) {
+  switch (h) {
+    case Hook::Prerouting:
+      return "PREROUTING";
+    case Hook::Input:
+      return "INPUT";
+    case Hook::Forward:
+      return "FORWARD";
+    case Hook::Output:
+      return "OUTPUT";
+    case Hook::Postrouting:
+      return "POSTROUTING";
+  }
+  return "?";
+}
+
+struct Stage {
+  enum Kind : uint8_t { Table, Route } kind = Table;
+  TableId table = TableId::Filter;
+  Hook hook = Hook::Prerouting;
+  bool loopback = false;  ///< node -> local: the packet comes back in on lo
+};
+
+enum class Tri : uint8_t { False, True, Unknown };
+
+struct Frame {
+  const Chain* chain = nullptr;
+  uint32_t next = 0;
+};
+
+struct Exec {
+  IPAddr dst;
+  uint16_t dport = 0;
+  uint32_t mark = 0;
+  uint32_t ct = 0;
+  bool dnat = false;
+  bool masq = false;
+  std::string snat;
+  Probability prob;
+  std::vector<Step> path;
+  std::vector<Stage> plan;
+  size_t stage = 0;
+  std::vector<Frame> stack;
+  const Chain* builtin = nullptr;  ///< built-in chain of the current stage (its policy)
+  std::string route;
+};
+
+enum class Flow : uint8_t { Continue, StageDone, Finished };
+
+}  // namespace
+
+// ------------------------------------------------------------------ Tracer
+
+struct Tracer::Impl {
+  Tracer& t;
+  const Packet& pkt;
+  TraceResult result;
+  Probability truncated = Probability::zero();
+  bool truncating = false;
+
+  Impl(Tracer& tr, const Packet& p) : t(tr), pkt(p) {}
+
+  const TableState& table(TableId id) const { return t.state_.table(id); }
+
+  // Interfaces the current stage sees: nullopt = not known, "" = none.
+  std::optional<std::string> in_iface(const Exec& e) const {
+    const Stage& s = e.plan[e.stage];
+    if (s.hook == Hook::Output || s.hook == Hook::Postrouting) return std::string();
+    if (s.loopback) return std::string("lo");
+    return pkt.in_iface;
+  }
+  std::optional<std::string> out_iface(const Exec& e) const {
+    const Stage& s = e.plan[e.stage];
+    if (s.hook == Hook::Prerouting || s.hook == Hook::Input) return std::string();
+    if (pkt.origin == Origin::Node && t.is_local(e.dst)) return std::string("lo");
+    return pkt.out_iface;
+  }
+
+  Step make_step(Step::Kind kind, const Exec& e, const Frame& f, uint32_t id, std::string note = {}) {
+    Step s;
+    s.kind = kind;
+    s.table = e.plan[e.stage].table;
+    s.chain = f.chain->name;
+    s.rule_no = f.next;  // already advanced past the rule: 1-based position
+    s.text = "-A " + f.chain->name + t.state_.store->text(id);
+    s.note = std::move(note);
+    if (const ir::Rule* r = t.rule(s.table, s.chain, id))
+      for (const auto& a : r->args)
+        if (a.kind == ArgKind::Comment) s.comment = a.text;
+    return s;
+  }
+
+  void finish(Exec& e, Verdict v, std::string reason = {}) {
+    if (e.prob.is_zero()) return;
+    if (truncating || result.outcomes.size() >= t.options_.max_outcomes) {
+      truncating = true;
+      truncated = truncated + e.prob;
+      return;
+    }
+    Outcome o;
+    o.probability = e.prob;
+    o.verdict = v;
+    if (v == Verdict::Accept) o.route = e.route;
+    o.dnat = e.dnat;
+    if (e.dnat) {
+      o.dnat_addr = e.dst;
+      o.dnat_port = e.dport;
+      o.dnat_text = host_port(e.dst, e.dport);
+    }
+    o.masquerade = e.masq;
+    o.snat_text = e.snat;
+    o.final_mark = e.mark;
+    o.unknown_reason = std::move(reason);
+    for (const auto& s : e.path) {
+      if (s.comment.empty()) continue;
+      std::string svc = service_from_comment(s.comment);
+      if (!svc.empty() && std::find(o.services.begin(), o.services.end(), svc) == o.services.end())
+        o.services.push_back(svc);
+    }
+    o.path = std::move(e.path);
+    result.outcomes.push_back(std::move(o));
+  }
+
+  // After PREROUTING (or OUTPUT + POSTROUTING): the routing decision on the current destination.
+  void route(Exec& e) {
+    bool local = t.is_local(e.dst);
+    auto add = [&](TableId tb, Hook h, bool loop = false) {
+      Stage s;
+      s.table = tb;
+      s.hook = h;
+      s.loopback = loop;
+      e.plan.push_back(s);
+    };
+    if (pkt.origin == Origin::Node) {
+      if (local) {
+        e.route = "local";
+        add(TableId::Raw, Hook::Prerouting, true);
+        add(TableId::Mangle, Hook::Prerouting, true);
+        add(TableId::Mangle, Hook::Input, true);
+        add(TableId::Filter, Hook::Input, true);
+        add(TableId::Security, Hook::Input, true);
+      } else {
+        e.route = "output";
+      }
+      return;
+    }
+    if (local) {
+      e.route = "local";
+      add(TableId::Mangle, Hook::Input);
+      add(TableId::Filter, Hook::Input);
+      add(TableId::Security, Hook::Input);
+      add(TableId::Nat, Hook::Input);
+    } else {
+      e.route = "forward";
+      add(TableId::Mangle, Hook::Forward);
+      add(TableId::Filter, Hook::Forward);
+      add(TableId::Security, Hook::Forward);
+      add(TableId::Mangle, Hook::Postrouting);
+      add(TableId::Nat, Hook::Postrouting);
+    }
+  }
+
+  struct Eval {
+    Tri tri = Tri::True;
+    Probability p;        ///< statistic factor when True
+    bool random = false;  ///< a statistic match took part
+    std::string why;      ///< Unknown: what could not be decided
+  };
+
+  Eval evaluate(const ir::Rule& r, const Exec& e) {
+    Eval ev;
+    bool any_false = false;
+    auto unknown = [&](std::string why) {
+      if (ev.why.empty()) ev.why = std::move(why);
+    };
+    auto decide = [&](bool m, bool neg) {
+      if (m == neg) any_false = true;
+    };
+    const auto& args = r.args;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const ir::Arg& a = args[i];
+      switch (a.kind) {
+        case ArgKind::Proto: {
+          auto n = proto_number(a.text);
+          if (!n) {
+            unknown("protocol \"" + a.text + "\" not modelled");
+            break;
+          }
+          decide(*n == 0 || *n == pkt.proto, a.neg);
+          break;
+        }
+        case ArgKind::Src:
+          decide(a.cidr.contains(pkt.src), a.neg);
+          break;
+        case ArgKind::Dst:
+          decide(a.cidr.contains(e.dst), a.neg);
+          break;
+        case ArgKind::InIface:
+        case ArgKind::OutIface: {
+          bool in = a.kind == ArgKind::InIface;
+          auto name = in ? in_iface(e) : out_iface(e);
+          if (!name) {
+            unknown(std::string(in ? "input" : "output") + " interface of the packet not given (" +
+                    (in ? "--in-iface" : "--out-iface") + ")");
+            break;
+          }
+          decide(iface_matches(a.text, *name), a.neg);
+          break;
+        }
+        case ArgKind::Fragment:
+          decide(false, a.neg);
+          break;  // the traced packet is not a fragment
+        case ArgKind::Module: {
+          static const std::set<std::string> known = {
+              "tcp",       "udp",    "sctp",   "comment",   "addrtype", "conntrack", "state", "mark",
+              "statistic", "recent", "nfacct", "multiport", "set",      "physdev"};  // the last two: by option
+          if (!known.count(a.text)) unknown("match module \"" + a.text + "\" not modelled");
+          if (a.text == "recent") {
+            // The options of this module instance, up to the next module.
+            const ir::Arg *cmd = nullptr, *name = nullptr, *side = nullptr;
+            bool hitcount = false, rttl = false;
+            for (size_t k = i + 1; k < args.size() && args[k].kind != ArgKind::Module; ++k) {
+              switch (args[k].kind) {
+                case ArgKind::RecentCmd:
+                  cmd = &args[k];
+                  break;
+                case ArgKind::RecentName:
+                  name = &args[k];
+                  break;
+                case ArgKind::RecentSide:
+                  side = &args[k];
+                  break;
+                case ArgKind::RecentHitcount:
+                  hitcount = true;
+                  break;
+                case ArgKind::RecentRttl:
+                  rttl = true;
+                  break;
+                default:
+                  break;
+              }
+            }
+            if (!cmd) {
+              unknown("recent without a command");
+              break;
+            }
+            if (cmd->text == "set") {
+              decide(true, cmd->neg);  // adds the client (no effect on this trace), matches
+              break;
+            }
+            if (hitcount || rttl) {
+              unknown("recent --hitcount/--rttl not modelled");
+              break;
+            }
+            if (side && side->text == "rdest") {
+              unknown("recent --rdest not modelled");
+              break;
+            }
+            std::string list = name ? name->text : "DEFAULT";
+            bool seen = std::find(pkt.remembered.begin(), pkt.remembered.end(), list) != pkt.remembered.end();
+            decide(seen, cmd->neg);
+          }
+          break;
+        }
+        case ArgKind::Comment:
+          break;
+        case ArgKind::SPort:
+          if (!pkt.sport) {
+            unknown("source port of the packet not given (--sport)");
+            break;
+          }
+          decide(*pkt.sport >= a.value && *pkt.sport <= a.value2, a.neg);
+          break;
+        case ArgKind::DPort:
+          decide(e.dport >= a.value && e.dport <= a.value2, a.neg);
+          break;
+        case ArgKind::MultiPorts: {
+          std::vector<std::pair<uint32_t, uint32_t>> ranges;
+          if (!parse_port_list(a.text, &ranges)) {
+            unknown("multiport list \"" + a.text + "\" not understood");
+            break;
+          }
+          auto in = [&](uint32_t p) {
+            for (auto [lo, hi] : ranges)
+              if (p >= lo && p <= hi) return true;
+            return false;
+          };
+          bool need_s = a.text2 != "--dports";
+          if (need_s && !pkt.sport) {
+            // --ports matches if either port is listed: a listed destination port decides it.
+            if (a.text2 == "--ports" && in(e.dport)) {
+              decide(true, a.neg);
+              break;
+            }
+            unknown("source port of the packet not given (--sport)");
+            break;
+          }
+          bool m = a.text2 == "--dports"   ? in(e.dport)
+                   : a.text2 == "--sports" ? in(*pkt.sport)
+                                           : (in(e.dport) || in(*pkt.sport));
+          decide(m, a.neg);
+          break;
+        }
+        case ArgKind::SrcType:
+        case ArgKind::DstType: {
+          bool limit = false;
+          for (const auto& b : args)
+            if (b.kind == ArgKind::LimitIfaceIn || b.kind == ArgKind::LimitIfaceOut) limit = true;
+          if (limit) break;  // reported by the LimitIface arg
+          const IPAddr& addr = a.kind == ArgKind::SrcType ? pkt.src : e.dst;
+          if (t.is_local(addr)) {
+            decide((a.value & kAddrLocal) != 0, a.neg);
+          } else if ((a.value & ~kAddrLocal) == 0) {
+            decide(false, a.neg);
+          } else {
+            unknown("address type of " + addr.str() + " other than LOCAL depends on the routing table");
+          }
+          break;
+        }
+        case ArgKind::LimitIfaceIn:
+        case ArgKind::LimitIfaceOut:
+          unknown("addrtype --limit-iface-in/out not modelled");
+          break;
+        case ArgKind::CtState: {
+          uint32_t bits = e.ct;
+          if (a.text2 == "--state") bits &= ~(ir::kCtSnat | ir::kCtDnat);
+          decide((bits & a.value) != 0, a.neg);
+          break;
+        }
+        case ArgKind::MarkMatch:
+          decide((e.mark & a.value2) == a.value, a.neg);
+          break;
+        case ArgKind::StatMode:
+          if (a.text != "random") unknown("statistic --mode " + a.text + " depends on a packet counter");
+          break;
+        case ArgKind::Probability: {
+          Probability p = Probability::statistic_match(a.value);
+          if (a.neg) p = p.complement();
+          ev.p = ev.p * p;
+          ev.random = true;
+          break;
+        }
+        case ArgKind::StatEvery:
+        case ArgKind::StatPacket:
+          break;  // nth mode: reported by StatMode
+        case ArgKind::RecentCmd:
+        case ArgKind::RecentSeconds:
+        case ArgKind::RecentReap:
+        case ArgKind::RecentHitcount:
+        case ArgKind::RecentRttl:
+        case ArgKind::RecentName:
+        case ArgKind::RecentMask:
+        case ArgKind::RecentSide:
+          break;  // evaluated with their module
+        case ArgKind::NfacctName:
+          break;  // counts, always matches
+        case ArgKind::MatchSet:
+          unknown("ipset \"" + a.text + "\" contents not known");
+          break;
+        case ArgKind::Physdev:
+          unknown("physdev match not modelled");
+          break;
+        case ArgKind::Unknown:
+          unknown("option " + a.text2 + " not modelled");
+          break;
+      }
+    }
+    if (any_false)
+      ev.tri = Tri::False;
+    else if (!ev.why.empty())
+      ev.tri = Tri::Unknown;
+    else
+      ev.tri = Tri::True;
+    if (ev.tri == Tri::True && ev.random && ev.p.is_zero()) ev.tri = Tri::False;  // threshold 0 never matches
+    return ev;
+  }
+
+  // End of the current frame (fell off the end, or RETURN): back to the caller,
+  // or the policy of the stage's built-in chain.
+  Flow frame_done(Exec& e) {
+    e.stack.pop_back();
+    if (!e.stack.empty()) return Flow::Continue;
+    const Chain* b = e.builtin;
+    bool dropping = b->policy == "DROP";
+    if (!b->rules.empty() || dropping) {
+      Step s;
+      s.kind = Step::Policy;
+      s.table = e.plan[e.stage].table;
+      s.chain = b->name;
+      s.text = ":" + b->name + " " + b->policy;
+      s.note = "policy";
+      e.path.push_back(std::move(s));
+    }
+    if (dropping) {
+      finish(e, Verdict::Drop);
+      return Flow::Finished;
+    }
+    return Flow::StageDone;
+  }
+
+  Flow apply_target(Exec& e, const ir::Rule& r) {
+    const Stage& st = e.plan[e.stage];
+    const ir::Target& tg = r.target;
+    auto unknown = [&](std::string why) {
+      e.path.back().kind = Step::Unknown;
+      finish(e, Verdict::Unknown, std::move(why));
+      return Flow::Finished;
+    };
+    switch (tg.kind) {
+      case TargetKind::None:
+        return Flow::Continue;
+      case TargetKind::Jump:
+      case TargetKind::Goto: {
+        const Chain* c = table(st.table).find(tg.chain);
+        if (!c) return unknown("jump to missing chain " + tg.chain);
+        if (e.stack.size() >= t.options_.max_depth)
+          return unknown("chain depth beyond " + std::to_string(t.options_.max_depth));
+        if (tg.kind == TargetKind::Goto)
+          e.stack.back() = Frame{c, 0};
+        else
+          e.stack.push_back(Frame{c, 0});
+        return Flow::Continue;
+      }
+      case TargetKind::Accept:
+        return Flow::StageDone;
+      case TargetKind::Drop:
+        finish(e, Verdict::Drop);
+        return Flow::Finished;
+      case TargetKind::Reject:
+        if (st.hook != Hook::Input && st.hook != Hook::Forward && st.hook != Hook::Output)
+          return unknown("REJECT outside INPUT/FORWARD/OUTPUT (the kernel refuses it)");
+        finish(e, Verdict::Reject);
+        return Flow::Finished;
+      case TargetKind::Return:
+        return frame_done(e);
+      case TargetKind::DNAT: {
+        if (st.table != TableId::Nat || (st.hook != Hook::Prerouting && st.hook != Hook::Output))
+          return unknown("DNAT outside nat PREROUTING/OUTPUT (the kernel refuses it)");
+        if (tg.to_port_lo != tg.to_port_hi) return unknown("DNAT to a port range: the port is chosen at run time");
+        IPAddr nd = tg.to_addr ? *tg.to_addr : e.dst;
+        if (nd.family != e.dst.family) return unknown("DNAT to an address of the other family");
+        uint16_t np = tg.to_port_lo ? tg.to_port_lo : e.dport;
+        if (nd != e.dst || np != e.dport) e.ct |= ir::kCtDnat;
+        e.dst = nd;
+        e.dport = np;
+        e.dnat = true;
+        return Flow::StageDone;
+      }
+      case TargetKind::SNAT:
+        if (st.table != TableId::Nat || (st.hook != Hook::Postrouting && st.hook != Hook::Input))
+          return unknown("SNAT outside nat POSTROUTING/INPUT (the kernel refuses it)");
+        if (tg.to_addr) e.snat = tg.to_port_lo ? host_port(*tg.to_addr, tg.to_port_lo) : tg.to_addr->str();
+        e.ct |= ir::kCtSnat;
+        return Flow::StageDone;
+      case TargetKind::Masquerade:
+        if (st.table != TableId::Nat || st.hook != Hook::Postrouting)
+          return unknown("MASQUERADE outside nat POSTROUTING (the kernel refuses it)");
+        e.masq = true;
+        e.ct |= ir::kCtSnat;
+        return Flow::StageDone;
+      case TargetKind::Mark:
+        e.mark = (e.mark & ~tg.mark_mask) ^ tg.mark_value;
+        return Flow::Continue;
+      case TargetKind::Other:
+        if (tg.chain == "LOG" || tg.chain == "NFLOG" || tg.chain == "TRACE") return Flow::Continue;
+        return unknown("target " + tg.chain + " not modelled");
+    }
+    return Flow::Continue;
+  }
+
+  void run(Exec e) {
+    if (truncating) {
+      truncated = truncated + e.prob;
+      return;
+    }
+    for (;;) {
+      if (e.stack.empty()) {
+        if (e.stage >= e.plan.size()) {
+          finish(e, Verdict::Accept);
+          return;
+        }
+        const Stage& s = e.plan[e.stage];
+        if (s.kind == Stage::Route) {
+          route(e);
+          ++e.stage;
+          continue;
+        }
+        const TableState& tb = table(s.table);
+        bool skip = !tb.present;
+        if (s.table == TableId::Nat && !(e.ct & ir::kCtNew)) skip = true;  // nat: first packet only
+        const Chain* b = skip ? nullptr : tb.find(hook_chain(s.hook));
+        if (!b) {
+          ++e.stage;
+          continue;
+        }
+        e.builtin = b;
+        e.stack.push_back(Frame{b, 0});
+      }
+      Frame& f = e.stack.back();
+      if (f.next >= f.chain->rules.size()) {
+        Flow fl = frame_done(e);
+        if (fl == Flow::Finished) return;
+        if (fl == Flow::StageDone) {
+          e.stack.clear();
+          ++e.stage;
+        }
+        continue;
+      }
+      uint32_t id = f.chain->rules[f.next++];
+      if (t.excluded_by_addresses(id, pkt.src, e.dst)) continue;
+      TableId tid = e.plan[e.stage].table;
+      const ir::Rule* r = t.rule(tid, f.chain->name, id);
+      if (!r) {
+        e.path.push_back(make_step(Step::Unknown, e, f, id));
+        finish(e, Verdict::Unknown, "rule text does not re-parse");
+        return;
+      }
+      Eval ev = evaluate(*r, e);
+      if (ev.tri == Tri::False) continue;
+      if (ev.tri == Tri::Unknown) {
+        e.path.push_back(make_step(Step::Unknown, e, f, id));
+        finish(e, Verdict::Unknown, ev.why);
+        return;
+      }
+      if (ev.random && !ev.p.is_one()) {
+        // Both branches: the rule matches with probability p, misses with 1 - p.
+        Exec m = e;
+        m.prob = m.prob * ev.p;
+        m.path.push_back(make_step(Step::Rule, m, m.stack.back(), id,
+                                   "statistic: matched, p = " + ev.p.fraction() + " ~ " + ev.p.decimal(10)));
+        step_target(std::move(m), *r);
+        Probability miss = ev.p.complement();
+        e.prob = e.prob * miss;
+        e.path.push_back(make_step(Step::NotTaken, e, e.stack.back(), id,
+                                   "statistic: not matched, p = " + miss.fraction() + " ~ " + miss.decimal(10)));
+        if (e.prob.is_zero()) return;
+        continue;
+      }
+      e.path.push_back(make_step(Step::Rule, e, f, id));
+      Flow fl = apply_target(e, *r);
+      if (fl == Flow::Finished) return;
+      if (fl == Flow::StageDone) {
+        e.stack.clear();
+        ++e.stage;
+      }
+    }
+  }
+
+  void step_target(Exec e, const ir::Rule& r) {
+    if (e.prob.is_zero()) return;
+    Flow fl = apply_target(e, r);
+    if (fl == Flow::Finished) return;
+    if (fl == Flow::StageDone) {
+      e.stack.clear();
+      ++e.stage;
+    }
+    run(std::move(e));
+  }
+};
+
+Tracer::Tracer(const RulesetState& state, TraceOptions options) : state_(state), options_(std::move(options)) {}
+Tracer::~Tracer() = default;
+
+bool Tracer::is_local(const IPAddr& a) const {
+  if (a.family == IPFamily::V4 && a.bytes[0] == 127) return true;
+  if (a.is_loopback()) return true;
+  for (const auto& l : options_.local_addresses)
+    if (l == a) return true;
+  return false;
+}
+
+const ir::Rule* Tracer::rule(TableId t, const std::string& chain, uint32_t id) {
+  uint64_t key = (uint64_t(static_cast<uint8_t>(t)) << 32) | id;
+  auto it = cache_.find(key);
+  if (it != cache_.end()) return it->second.get();
+  if (bad_.count(key)) return nullptr;
+  std::string text = "-A " + chain + state_.store->text(id);
+  ParseOptions po;
+  po.family = state_.family;
+  po.table = t;
+  auto words = split_words(text);
+  LineParse lp = parse_command(words, po, 1);
+  if (lp.error || !lp.op || lp.op->kind != ir::OpKind::Append) {
+    bad_[key] = true;
+    return nullptr;
+  }
+  auto p = std::make_unique<ir::Rule>(std::move(lp.op->rule));
+  const ir::Rule* raw = p.get();
+  cache_.emplace(key, std::move(p));
+  return raw;
+}
+
+bool Tracer::excluded_by_addresses(uint32_t id, const IPAddr& src, const IPAddr& dst) {
+  if (id >= quick_.size()) quick_.resize(state_.store->size());
+  Quick& q = quick_[id];
+  if (!q.read) {
+    q.read = true;
+    // iptables-save prints "[!] -s A/len [!] -d A/len" first.
+    std::string_view t = state_.store->text(id);
+    bool neg = false;
+    size_t i = 0;
+    auto word = [&]() {
+      while (i < t.size() && t[i] == ' ') ++i;
+      size_t b = i;
+      while (i < t.size() && t[i] != ' ') ++i;
+      return t.substr(b, i - b);
+    };
+    for (int n = 0; n < 6; ++n) {
+      std::string_view w = word();
+      if (w == "!") {
+        neg = true;
+        continue;
+      }
+      if (w != "-s" && w != "-d") break;
+      auto c = CIDR::parse(word(), false, nullptr, true);
+      if (!c) break;
+      if (w == "-s")
+        q.has_s = true, q.neg_s = neg, q.s = *c;
+      else
+        q.has_d = true, q.neg_d = neg, q.d = *c;
+      neg = false;
+    }
+  }
+  if (q.has_s && q.s.contains(src) == q.neg_s) return true;
+  if (q.has_d && q.d.contains(dst) == q.neg_d) return true;
+  return false;
+}
+
+TraceResult Tracer::trace(const Packet& packet) {
+  Impl im(*this, packet);
+  Exec e;
+  e.dst = packet.dst;
+  e.dport = packet.dport;
+  e.mark = packet.mark;
+  e.ct = packet.ctstate;
+  auto add = [&](TableId tb, Hook h) {
+    Stage s;
+    s.table = tb;
+    s.hook = h;
+    e.plan.push_back(s);
+  };
+  if (packet.origin == Origin::Node) {
+    add(TableId::Raw, Hook::Output);
+    add(TableId::Mangle, Hook::Output);
+    add(TableId::Nat, Hook::Output);
+    add(TableId::Filter, Hook::Output);
+    add(TableId::Security, Hook::Output);
+    add(TableId::Mangle, Hook::Postrouting);
+    add(TableId::Nat, Hook::Postrouting);
+  } else {
+    add(TableId::Raw, Hook::Prerouting);
+    add(TableId::Mangle, Hook::Prerouting);
+    add(TableId::Nat, Hook::Prerouting);
+  }
+  Stage r;
+  r.kind = Stage::Route;
+  e.plan.push_back(r);
+  if (!(packet.ctstate & ir::kCtNew))
+    im.result.notes.push_back(
+        "conntrack state is not NEW: the nat table is not consulted; addresses are taken as given");
+  im.run(std::move(e));
+  if (!im.truncated.is_zero()) {
+    Outcome o;
+    o.probability = im.truncated;
+    o.verdict = Verdict::Unknown;
+    o.unknown_reason = "more than " + std::to_string(options_.max_outcomes) + " outcomes: the rest was not traced";
+    im.result.outcomes.push_back(std::move(o));
+  }
+  return std::move(im.result);
+}
+
+// ------------------------------------------------------------------ reports
+
+std::vector<DistributionEntry> distribution(const TraceResult& r) {
+  std::vector<DistributionEntry> out;
+  for (const auto& o : r.outcomes) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const DistributionEntry& d) {
+      return d.verdict == o.verdict && d.dnat_text == o.dnat_text && d.masquerade == o.masquerade &&
+             d.unknown_reason == o.unknown_reason;
+    });
+    if (it == out.end()) {
+      DistributionEntry d;
+      d.verdict = o.verdict;
+      d.dnat_text = o.dnat_text;
+      d.masquerade = o.masquerade;
+      d.unknown_reason = o.unknown_reason;
+      out.push_back(d);
+      it = out.end() - 1;
+    }
+    it->probability = it->probability + o.probability;
+    it->outcomes += 1;
+  }
+  std::stable_sort(out.begin(), out.end(), [](const DistributionEntry& a, const DistributionEntry& b) {
+    return a.probability > b.probability;
+  });
+  return out;
+}
+
+namespace {
+std::string hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%x", v);
+  return b;
+}
+
+std::string show_fraction(const Probability& p) {
+  if (p.denominator_log2() <= 128) return p.fraction();
+  std::string n = p.numerator().str();
+  if (n.size() > 60) n = n.substr(0, 20) + "...(" + std::to_string(n.size()) + " digits)";
+  return n + "/2^" + std::to_string(p.denominator_log2());
+}
+}  // namespace
+
+std::string format_text(const Packet& pkt, const TraceOptions& options, const TraceResult& r) {
+  std::string out;
+  out += "packet: ";
+  out += proto_name(pkt.proto);
+  out += " " + (pkt.src.family == IPFamily::V6 ? "[" + pkt.src.str() + "]" : pkt.src.str()) + ":" +
+         (pkt.sport ? std::to_string(*pkt.sport) : std::string("*"));
+  out += " -> " + host_port(pkt.dst, pkt.dport);
+  out += ", from ";
+  out += origin_name(pkt.origin);
+  if (pkt.origin != Origin::Node) out += " (in " + (pkt.in_iface ? printable(*pkt.in_iface) : std::string("?")) + ")";
+  if (pkt.out_iface) out += ", out " + printable(*pkt.out_iface);
+  out += ", ct " + ir::ctstate_text(pkt.ctstate) + ", mark " + hex(pkt.mark);
+  if (pkt.remembered.empty())
+    out += ", new client";
+  else {
+    out += ", client remembered by";
+    for (const auto& n : pkt.remembered) out += " " + printable(n);
+  }
+  out += "\nlocal addresses:";
+  for (const auto& a : options.local_addresses) out += " " + a.str();
+  out += pkt.dst.family == IPFamily::V4 ? " (and 127.0.0.0/8)\n" : " (and ::1)\n";
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
+  out += std::to_string(r.outcomes.size()) + (r.outcomes.size() == 1 ? " outcome\n" : " outcomes\n");
+  size_t k = 0;
+  for (const auto& o : r.outcomes) {
+    ++k;
+    out += "\n[" + std::to_string(k) + "] p = " + show_fraction(o.probability) + " ~ " + o.probability.decimal(10) +
+           "  " + verdict_name(o.verdict);
+    if (!o.route.empty()) out += " (" + o.route + ")";
+    if (o.dnat) out += "  DNAT " + o.dnat_text;
+    out += std::string("  masquerade: ") + (o.masquerade ? "yes" : "no");
+    if (!o.snat_text.empty()) out += "  SNAT " + o.snat_text;
+    out += "  mark " + hex(o.final_mark);
+    if (!o.services.empty()) {
+      out += "  service";
+      for (const auto& s : o.services) out += " " + printable(s);
+    }
+    out += "\n";
+    if (o.verdict == Verdict::Unknown) out += "    unknown: " + printable(o.unknown_reason) + "\n";
+    for (const auto& s : o.path) {
+      char head[96];
+      std::snprintf(head, sizeof head, "    %-8s %-28s ", ir::table_name(s.table), printable(s.chain).c_str());
+      out += head;
+      if (s.kind == Step::Policy)
+        out += "policy ";
+      else
+        out += "#" + std::to_string(s.rule_no) + " ";
+      out += printable(s.text);
+      if (s.kind == Step::NotTaken) out += "   [not taken]";
+      if (s.kind == Step::Unknown) out += "   [unknown]";
+      if (!s.note.empty() && s.kind != Step::Policy) out += "   (" + printable(s.note) + ")";
+      out += "\n";
+    }
+  }
+  auto dist = distribution(r);
+  if (dist.size() > 1 || (dist.size() == 1 && dist[0].outcomes > 1)) {
+    out += "\ndistribution:\n";
+    for (const auto& d : dist) {
+      out += "  " + d.probability.decimal(10) + "  " + show_fraction(d.probability) + "  " + verdict_name(d.verdict);
+      if (!d.dnat_text.empty()) out += " DNAT " + d.dnat_text;
+      if (d.masquerade) out += " masquerade";
+      if (!d.unknown_reason.empty()) out += " (" + printable(d.unknown_reason) + ")";
+      out += "\n";
+    }
+  }
+  Probability total = r.total();
+  if (!total.is_one()) out += "total probability " + show_fraction(total) + " (not 1)\n";
+  return out;
+}
+
+std::vector<std::string> resolve_affinity(const RulesetState& state, const std::string& endpoint) {
+  std::vector<std::string> out;
+  const TableState& nat = state.table(TableId::Nat);
+  if (starts_with(endpoint, "KUBE-SEP-") || nat.find(endpoint)) {
+    out.push_back(endpoint);
+    return out;
+  }
+  // "ip:port" or "[v6]:port": SEP chains whose DNAT goes there.
+  std::string want = endpoint;
+  std::vector<std::string> names;
+  for (const auto& [name, chain] : nat.chains) {
+    if (!starts_with(name, "KUBE-SEP-")) continue;
+    for (uint32_t id : chain.rules) {
+      const std::string& text = state.store->text(id);
+      size_t p = text.find(" --to-destination ");
+      if (p == std::string::npos) continue;
+      size_t b = p + 18, e = text.find(' ', b);
+      if (text.compare(b, e == std::string::npos ? std::string::npos : e - b, want) == 0) {
+        names.push_back(name);
+        break;
+      }
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool add_kube_proxy_jumps(RulesetState& state, std::string* error) {
+  // Reference notes kubeproxy-iptables.md, section 3, in list order: ensure the target
+  // chain exists, then insert the rule at the top unless an identical one is there.
+  struct Jump {
+    TableId table;
+    const char* from;
+    const char* to;
+    const char* args;
+  };
+  static const Jump kJumps[] = {
+      {TableId::Filter, "INPUT", "KUBE-EXTERNAL-SERVICES",
+       "-m conntrack --ctstate NEW -m comment --comment \"kubernetes externally-visible service portals\""},
+      {TableId::Filter, "FORWARD", "KUBE-EXTERNAL-SERVICES",
+       "-m conntrack --ctstate NEW -m comment --comment \"kubernetes externally-visible service portals\""},
+      {TableId::Filter, "INPUT", "KUBE-NODEPORTS", "-m comment --comment \"kubernetes health check service ports\""},
+      {TableId::Filter, "FORWARD", "KUBE-SERVICES",
+       "-m conntrack --ctstate NEW -m comment --comment \"kubernetes service portals\""},
+      {TableId::Filter, "OUTPUT", "KUBE-SERVICES",
+       "-m conntrack --ctstate NEW -m comment --comment \"kubernetes service portals\""},
+      {TableId::Filter, "FORWARD", "KUBE-FORWARD", "-m comment --comment \"kubernetes forwarding rules\""},
+      {TableId::Filter, "INPUT", "KUBE-PROXY-FIREWALL",
+       "-m conntrack --ctstate NEW -m comment --comment \"kubernetes load balancer firewall\""},
+      {TableId::Filter, "OUTPUT", "KUBE-PROXY-FIREWALL",
+       "-m conntrack --ctstate NEW -m comment --comment \"kubernetes load balancer firewall\""},
+      {TableId::Filter, "FORWARD", "KUBE-PROXY-FIREWALL",
+       "-m conntrack --ctstate NEW -m comment --comment \"kubernetes load balancer firewall\""},
+      {TableId::Nat, "OUTPUT", "KUBE-SERVICES", "-m comment --comment \"kubernetes service portals\""},
+      {TableId::Nat, "PREROUTING", "KUBE-SERVICES", "-m comment --comment \"kubernetes service portals\""},
+      {TableId::Nat, "POSTROUTING", "KUBE-POSTROUTING", "-m comment --comment \"kubernetes postrouting rules\""},
+      {TableId::Filter, "INPUT", "KUBE-FIREWALL", ""},
+      {TableId::Filter, "OUTPUT", "KUBE-FIREWALL", ""},
+  };
+  // One program (a table copy per block, not per command: the state may hold 400k rules).
+  std::string blocks[2];  // filter, nat
+  std::set<std::string> created[2];
+  for (const auto& j : kJumps) {
+    int k = j.table == TableId::Nat;
+    std::string& b = blocks[k];
+    if (!state.table(j.table).find(j.to) && created[k].insert(j.to).second) b += std::string("-N ") + j.to + "\n";
+    std::string args = std::string(j.args) + (*j.args ? " " : "") + "-j " + j.to;
+    auto rule = parse_rule_text("-A " + std::string(j.from) + " " + args, state.family);
+    if (!rule) {
+      if (error) *error = "cannot read " + args;
+      return false;
+    }
+    uint32_t id = state.store->intern(*rule, state.family);
+    const Chain* c = state.table(j.table).find(j.from);
+    if (c && std::find(c->rules.begin(), c->rules.end(), id) != c->rules.end()) continue;
+    b += "-I " + std::string(j.from) + " 1 " + args + "\n";
+  }
+  std::string prog;
+  if (!blocks[0].empty()) prog += "*filter\n" + blocks[0] + "COMMIT\n";
+  if (!blocks[1].empty()) prog += "*nat\n" + blocks[1] + "COMMIT\n";
+  if (prog.empty()) return true;
+  ParseError pe;
+  auto r = apply_text(state, prog, ApplyOptions{true, Flavor::Legacy}, &pe);
+  if (!r.ok() && error) *error = "line " + std::to_string(r.error->line) + ": " + r.error->reason;
+  return r.ok();
+}
+
+bool builtin_chains_empty(const RulesetState& state) {
+  for (TableId t : {TableId::Nat, TableId::Filter}) {
+    const TableState& tb = state.table(t);
+    for (const auto& name : ir::builtin_chains(t))
+      if (const Chain* c = tb.find(name); c && !c->rules.empty()) return false;
+  }
+  return true;
+}
+
+}  // namespace kpc::verifier::trace

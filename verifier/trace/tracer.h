@@ -1,0 +1,224 @@
+// A concrete single-packet tracer over a RulesetState (issue 5, part 3).
+//
+// One packet — addresses, protocol, ports, where it comes from, its mark and
+// conntrack state — is walked through the tables the way netfilter orders its
+// hooks for the first packet of a connection:
+//
+//   from a pod or an external host (it arrives on an interface):
+//     PREROUTING (raw, mangle, nat) -> routing on the (possibly DNAT'ed) destination ->
+//       local destination:  INPUT (mangle, filter, security, nat)
+//       otherwise:          FORWARD (mangle, filter, security) -> POSTROUTING (mangle, nat)
+//   from the node itself (locally generated):
+//     OUTPUT (raw, mangle, nat, filter, security) -> POSTROUTING (mangle, nat)
+//       and, for a local destination, back in through lo:
+//       PREROUTING (raw, mangle) -> INPUT (mangle, filter, security)   (nat is not
+//       consulted again: the connection's NAT bindings are already made)
+//
+// Chains are run with call/goto/return semantics and built-in policies. The nat
+// table is consulted only for conntrack state NEW. Tables the state does not
+// hold are skipped. Matches and targets are evaluated exactly where the packet
+// determines them (docs/verifier.md, "Tracing a packet"); anything the packet
+// does not determine — an unmodelled match or target, an interface the caller
+// did not name, an ipset — ends that branch with an Unknown outcome naming the
+// rule, never a guess.
+//
+// `-m statistic --mode random` splits the trace: both branches are followed and
+// each outcome carries its exact probability (product of t/2^31 and (2^31-t)/2^31
+// factors of the kernel thresholds, see rational.h). `-m recent --rcheck/--update`
+// is decided by the client model: a new client is in no list; a remembered
+// client is in the lists named in Packet::remembered (kube-proxy names each list
+// after its KUBE-SEP chain).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/ir/rule.h"
+#include "compiler/support/net.h"
+#include "verifier/state/state.h"
+#include "verifier/trace/rational.h"
+
+namespace kpc::verifier::trace {
+
+enum class Origin : uint8_t { Pod, Node, External };
+const char* origin_name(Origin o);
+std::optional<Origin> origin_from_name(std::string_view s);
+
+/// IP protocol numbers the tracer sends.
+constexpr uint8_t kProtoTCP = 6, kProtoUDP = 17, kProtoSCTP = 132;
+std::optional<uint8_t> proto_from_name(std::string_view s);  ///< "tcp" / "udp" / "sctp" (any case)
+const char* proto_name(uint8_t p);
+
+struct Packet {
+  IPAddr src, dst;
+  uint8_t proto = kProtoTCP;
+  std::optional<uint16_t> sport;  ///< unset: a --sport test is Unknown
+  uint16_t dport = 0;
+  Origin origin = Origin::External;
+  /// Interface the packet arrives on (pod / external origin). Unset: -i tests in
+  /// PREROUTING/INPUT/FORWARD are Unknown. Node origin ignores it (no input
+  /// interface; "lo" when the packet loops back to a local address).
+  std::optional<std::string> in_iface;
+  /// Interface routing sends the packet out of (FORWARD/OUTPUT/POSTROUTING).
+  /// Unset: -o tests there are Unknown, except for node -> local traffic ("lo").
+  std::optional<std::string> out_iface;
+  uint32_t mark = 0;
+  /// Conntrack state bits (ir::CtStateBits) of the packet: NEW by default. The
+  /// nat table is consulted only for NEW; other states are traced through the
+  /// filter path with the addresses as given.
+  uint32_t ctstate = ir::kCtNew;
+  /// Session-affinity client model for `-m recent --rcheck/--update/--remove`:
+  /// empty = a new client (in no list, such tests never match); otherwise the
+  /// recent lists (kube-proxy: KUBE-SEP-... chain names) that remember this client.
+  std::vector<std::string> remembered;
+};
+
+struct TraceOptions {
+  /// The node's addresses (addrtype LOCAL). 127.0.0.0/8 and ::1 are always local.
+  std::vector<IPAddr> local_addresses;
+  size_t max_outcomes = 100000;  ///< beyond this, remaining branches become one Unknown outcome
+  size_t max_depth = 128;        ///< chain call depth (a loop the state machine let through)
+};
+
+enum class Verdict : uint8_t { Accept, Drop, Reject, Unknown };
+const char* verdict_name(Verdict v);
+
+/// One step of an outcome's path: a rule that matched (or, for a statistic
+/// branch, was not taken), a built-in policy, or the rule that made the trace Unknown.
+struct Step {
+  enum Kind : uint8_t { Rule, NotTaken, Policy, Unknown };
+  Kind kind = Rule;
+  ir::TableId table = ir::TableId::Filter;
+  std::string chain;
+  uint32_t rule_no = 0;  ///< 1-based position in the chain (0 for a policy)
+  std::string text;      ///< save form "-A CHAIN ..." (":CHAIN POLICY" for a policy)
+  std::string comment;   ///< the rule's --comment, if any
+  std::string note;      ///< e.g. "statistic: matched, p = 1/2"
+};
+
+struct Outcome {
+  Probability probability;
+  Verdict verdict = Verdict::Accept;
+  /// Where an accepted packet goes: "local" (INPUT), "forward" (FORWARD), "output"
+  /// (node-originated, leaves the node); empty for drops and unknowns.
+  std::string route;
+  bool dnat = false;
+  IPAddr dnat_addr;
+  uint16_t dnat_port = 0;
+  std::string dnat_text;  ///< "10.180.0.1:80" / "[fd00::1]:80", empty without DNAT
+  bool masquerade = false;
+  std::string snat_text;  ///< SNAT --to-source, empty without
+  uint32_t final_mark = 0;
+  std::string unknown_reason;  ///< Unknown: what could not be decided (the rule is the path's last step)
+  std::vector<Step> path;
+  std::vector<std::string> services;  ///< "ns/name:port" from the path's comments, first seen first
+};
+
+struct TraceResult {
+  std::vector<Outcome> outcomes;  ///< in exploration order (statistic: matched branch first)
+  std::vector<std::string> notes;
+  Probability total() const;  ///< sum of the outcome probabilities (1 unless truncated)
+};
+
+/// Traces one packet. The state's family must match the packet's addresses.
+/// Reusable: a Tracer caches the typed form of the rules it has read.
+class Tracer {
+ public:
+  Tracer(const RulesetState& state, TraceOptions options);
+  ~Tracer();
+  TraceResult trace(const Packet& packet);
+  const TraceOptions& options() const { return options_; }
+  bool is_local(const IPAddr& a) const;
+
+  /// The typed rule of a state rule id in table t (nullptr if its text does not re-parse).
+  const ir::Rule* rule(ir::TableId t, const std::string& chain, uint32_t id);
+  /// True if the rule's leading -s/-d (canonical save text) already exclude the
+  /// addresses: the rule cannot match, and is not read further. Sound: a false
+  /// match decides a rule whatever its other matches say.
+  bool excluded_by_addresses(uint32_t id, const IPAddr& src, const IPAddr& dst);
+
+ private:
+  struct Impl;
+  const RulesetState& state_;
+  TraceOptions options_;
+  std::unordered_map<uint64_t, std::unique_ptr<ir::Rule>> cache_;
+  std::unordered_map<uint64_t, bool> bad_;
+  struct Quick {
+    bool read = false, has_s = false, neg_s = false, has_d = false, neg_d = false;
+    CIDR s, d;
+  };
+  std::vector<Quick> quick_;  ///< by rule id
+  friend struct Impl;
+};
+
+/// Distribution over distinct results (verdict, DNAT destination, masquerade,
+/// unknown reason), probabilities summed, most likely first.
+struct DistributionEntry {
+  Verdict verdict = Verdict::Accept;
+  std::string dnat_text;
+  bool masquerade = false;
+  std::string unknown_reason;
+  Probability probability = Probability::zero();
+  size_t outcomes = 0;
+};
+std::vector<DistributionEntry> distribution(const TraceResult& r);
+
+/// The service "ns/name[:port]" a kube-proxy comment names (first word with a
+/// '/'), or "".
+std::string service_from_comment(std::string_view comment);
+
+/// Formats "ip:port" as kube-proxy and iptables-save print DNAT targets ("[v6]:port").
+std::string host_port(const IPAddr& a, uint16_t port);
+
+/// Text report of a trace (kpc trace's default output).
+std::string format_text(const Packet& packet, const TraceOptions& options, const TraceResult& r);
+
+/// Resolves a session-affinity endpoint given as a KUBE-SEP chain name (kept as
+/// is) or as "ip:port" / "[ip]:port" (every nat KUBE-SEP-* chain whose DNAT
+/// goes there). Empty if nothing matches.
+std::vector<std::string> resolve_affinity(const RulesetState& state, const std::string& endpoint);
+
+/// Adds the jump rules kube-proxy installs in built-in chains outside its restore
+/// input on a full sync (reference notes kubeproxy-iptables.md, section 3) as it
+/// does: for each, in the reference list's order, create the target chain if it is
+/// missing, then insert the rule at the top of the built-in chain unless an
+/// identical rule is there. On a clean node each built-in chain ends up with the
+/// jumps in reverse list order. False (with *error) if the state refuses a command.
+bool add_kube_proxy_jumps(RulesetState& state, std::string* error = nullptr);
+
+/// True if no built-in chain of nat or filter has a rule (the state holds only
+/// what a restore program declared, not what a node would hold).
+bool builtin_chains_empty(const RulesetState& state);
+
+// ------------------------------------------------------------ kube-proxy test mode
+//
+// The packet tracer of kube-proxy's own unit tests (proxier_test.go, tracePacket /
+// runPacketFlowTests; reference notes kubeproxy-iptables.md, section 11.5),
+// reproduced exactly so that the expectations transcribed in
+// fixtures/kubeproxy-packet-flows.yaml can be replayed against kpc's programs:
+// nat PREROUTING, then the destination becomes the first output up to its first
+// ':', then filter KUBE-SERVICES, KUBE-EXTERNAL-SERVICES, KUBE-NODEPORTS,
+// KUBE-PROXY-FIREWALL run directly. Only -s, --src-type, -p, -d, --dst-type and
+// --dport are tested (values compared as that test compares them: addresses by
+// CIDR containment / IP equality, the rest as strings); rules with --rcheck,
+// --mark or --ctstate never match; everything else is ignored. KUBE-MARK-MASQ
+// sets masq and continues; ACCEPT/REJECT/DROP/DNAT append an output and end the
+// chain; any other -j target runs the chain of that name (nothing if there is
+// none, e.g. MARK, RETURN, MASQUERADE) and ends the caller only if it ended and
+// the rule had no --probability. Rules without -j (and -g rules, which that
+// parser does not know) are skipped.
+struct KubeProxyTestResult {
+  std::string output;  ///< outputs joined with ", "
+  bool masq = false;
+  std::vector<std::string> matches;  ///< save text of every matched rule, in order
+  std::string error;                 ///< the Go test would have failed here (e.g. "Bad IP in test case")
+};
+KubeProxyTestResult trace_kube_proxy_test(const RulesetState& state, const std::string& source_ip,
+                                          const std::string& protocol, const std::string& dest_ip,
+                                          const std::string& dest_port, const std::vector<std::string>& local_ips);
+
+}  // namespace kpc::verifier::trace
