@@ -36,6 +36,10 @@ step "$KPC" compile "$OUT/next" --backend iptables -o "$OUT/next-full.restore"
 if diff -u "$OUT/full.save" "$OUT/prior+partial.save"; then echo "identical: prior + partial == full"; fi
 step "$KPC" verify "$OUT/next" --prior "$EXAMPLE"
 
+printf '\nTrace a packet from a pod to shop/cart (ClientIP affinity, three endpoints): exact probabilities:\n'
+step "$KPC" trace "$OUT/iptables.restore" --src 10.244.1.50 --dst 10.96.30.30 --proto tcp --dport 9000 --from pod \
+  | grep -E '^(\[|[0-9]+ outcomes)'
+
 printf '\nDrift: the node lost a rule and has a stale chain; kpc writes the smallest repair:\n'
 sed -e '0,/^-A KUBE-SVC-.*probability.*$/{/^-A KUBE-SVC-.*probability.*$/d}' \
     -e 's/^:KUBE-MARK-MASQ - \[0:0\]$/:KUBE-MARK-MASQ - [0:0]\n:KUBE-SEP-STALE0000000000 - [0:0]/' \
