@@ -48,6 +48,12 @@ bool has_fragile_word(const ir::Rule& r) {
   return false;
 }
 
+bool has_target_named_chain(const std::string& dump) {
+  for (const char* name : {"\n:ACCEPT ", "\n:DROP ", "\n:RETURN ", "\n:QUEUE "})
+    if (dump.find(name) != std::string::npos) return true;
+  return false;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -92,6 +98,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         // by an unterminated quote keeps the newline; iptables-save prints it as is and no
         // tool can read that dump back.
         if (dump.find("\"\n") != std::string::npos || dump.find("\n\"") != std::string::npos) continue;
+        // Open verifier finding V2 (docs/reliability.md; tests/fuzz/regressions/open/): the nft
+        // flavour accepts ":ACCEPT - [0:0]" (also DROP, RETURN, QUEUE), which
+        // iptables-nft-restore refuses ("chain name may not clash with target name"), and
+        // load_save then cannot read the dump back. Remove this skip once V2 is fixed.
+        if (f == Flavor::Nft && has_target_named_chain(dump)) continue;
         RulesetState back;
         std::string err;
         KPC_FUZZ_CHECK(load_save(dump, fam, f, back, &err, st.store), "dump does not reload: " + err + "\n" + dump);
