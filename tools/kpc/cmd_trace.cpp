@@ -35,20 +35,6 @@ struct TraceCliOptions {
   size_t max_outcomes = 100000;
 };
 
-bool read_all(const std::string& path, std::string* out) {
-  std::ostringstream ss;
-  if (path == "-") {
-    ss << std::cin.rdbuf();
-  } else {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return false;
-    ss << f.rdbuf();
-    if (f.bad()) return false;
-  }
-  *out = ss.str();
-  return true;
-}
-
 int bad(const std::string& msg) {
   std::fprintf(stderr, "kpc trace: %s\n", msg.c_str());
   return kExitError;
@@ -189,18 +175,10 @@ int run(const TraceCliOptions& o) {
     topt.local_addresses.push_back(*a);
   }
 
-  std::string text;
-  if (!read_all(o.rules, &text)) return bad(o.rules + ": cannot read");
-  verifier::RulesetState state = verifier::RulesetState::empty(family);
-  verifier::ApplyOptions ao;
-  ao.noflush = true;
-  ao.flavor = flavor;
-  verifier::ParseError perr;
-  auto r = verifier::apply_text(state, text, ao, &perr);
-  if (!r.ok()) {
-    if (perr.line) return bad(o.rules + ":" + std::to_string(perr.line) + ": " + perr.message);
-    return bad(o.rules + ":" + std::to_string(r.error->line) + ": does not load: " + r.error->reason);
-  }
+  // RULES: an iptables-save dump or a restore program, read as --state is everywhere.
+  verifier::RulesetState state;
+  std::string error;
+  if (!read_state(o.rules, family, flavor, &state, &error)) return bad(error);
   bool add_jumps = o.jumps == "yes" || (o.jumps == "auto" && verifier::trace::builtin_chains_empty(state));
   std::vector<std::string> notes;
   if (add_jumps) {

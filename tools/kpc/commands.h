@@ -26,7 +26,7 @@ bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavo
                 std::string* error);
 void add_verify(CLI::App& app, int& exit_code);
 
-/// Reads a whole file (throws std::runtime_error naming the path).
+/// Reads a whole file, or stdin for "-" (throws std::runtime_error naming the path).
 std::string read_text_file(const std::string& path);
 /// Writes text to path atomically (temp file + rename), or to stdout for "" / "-".
 bool write_output(const std::string& path, const std::string& text);
