@@ -1,0 +1,150 @@
+// The symbolic engine against the reference concrete tracer (issue 5, part 3):
+// on every golden program (kube-proxy's own expected dumps included), for
+// sampled concrete packets, the outcome distribution read from the symbolic
+// leaves must equal the one the concrete tracer computes, exactly, and the
+// leaves holding a packet must add up to probability 1.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "tests/support/golden.h"
+#include "verifier/symbolic/compare.h"
+#include "verifier/trace/tracer.h"
+
+namespace kpc::verifier::symbolic {
+namespace {
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct Sampler {
+  std::mt19937_64 rng{20261122};
+  size_t pick(size_t n) { return static_cast<size_t>(rng() % n); }
+};
+
+void check_program(const std::string& path, IPFamily family, size_t samples) {
+  RulesetState st = RulesetState::empty(family);
+  ParseError pe;
+  ASSERT_TRUE(apply_text(st, slurp(path), ApplyOptions{true, Flavor::Legacy}, &pe).ok()) << path;
+  ASSERT_TRUE(trace::add_kube_proxy_jumps(st));
+  bool v4 = family == IPFamily::V4;
+  std::vector<IPAddr> local = {*IPAddr::parse(v4 ? "192.168.0.2" : "2001:db8::1")};
+  Universe u = build_universe({&st}, local);
+  Engine eng(st, u);
+  trace::TraceOptions to;
+  to.local_addresses = local;
+  trace::Tracer tracer(st, to);
+
+  // Addresses and ports the rules care about, plus a few they do not.
+  std::vector<u128> dsts, srcs;
+  for (size_t i = 0; i < u.atom_count(); ++i) {
+    auto [lo, hi] = u.atom(i);
+    dsts.push_back(lo);
+    dsts.push_back(hi);
+  }
+  for (const char* s : v4 ? std::vector<const char*>{"10.0.0.5", "10.180.0.1", "203.0.113.9", "192.168.0.2", "127.0.0.1",
+                                                      "1.2.3.4", "10.180.0.2"}
+                          : std::vector<const char*>{"fd00:10::5", "fd00:10:180::1", "2001:db8:ffff::9", "2001:db8::1",
+                                                     "::1", "2001:db8::7"})
+    srcs.push_back(addr_value(*IPAddr::parse(s)));
+  for (u128 d : dsts) srcs.push_back(d);
+  std::vector<uint16_t> ports = {0, 1, 53, 80, 443, 3001, 3002, 8080, 30000, 30080, 32767, 65535};
+  std::istringstream lines(slurp(path));
+  for (std::string line; std::getline(lines, line);) {
+    for (const char* opt : {"--dport ", ":"}) {
+      size_t p = line.find(opt);
+      if (p == std::string::npos) continue;
+      p += std::string(opt).size();
+      unsigned v = 0;
+      size_t k = p;
+      while (k < line.size() && isdigit(static_cast<unsigned char>(line[k])) && v < 100000) v = v * 10 + (line[k++] - '0');
+      if (k > p && v <= 65535) ports.push_back(static_cast<uint16_t>(v));
+    }
+  }
+  std::vector<std::string> lists;
+  for (uint32_t id = 1; id < u.affinity_keys.size(); ++id)
+    for (auto& l : eng.lists_for(id)) lists.push_back(l);
+
+  Sampler s;
+  std::map<std::pair<size_t, int>, std::vector<Leaf>> cache;
+  size_t compared = 0;
+  for (size_t n = 0; n < samples; ++n) {
+    trace::Packet p;
+    p.src = addr_from_value(srcs[s.pick(srcs.size())], family);
+    p.dst = addr_from_value(dsts[s.pick(dsts.size())], family);
+    static const uint8_t protos[] = {6, 6, 6, 17, 17, 132, 1};
+    p.proto = protos[s.pick(7)];
+    p.sport = ports[s.pick(ports.size())];
+    p.dport = ports[s.pick(ports.size())];
+    Origin origin = s.pick(3) == 0 ? Origin::Node : Origin::Arriving;
+    p.origin = origin == Origin::Node ? trace::Origin::Node : trace::Origin::External;
+    p.in_iface = u.ifaces[s.pick(u.ifaces.size())];
+    p.out_iface = u.ifaces[s.pick(u.ifaces.size())];
+    static const uint32_t marks[] = {0, 0, 0x4000, 0x4001, 0x8000};
+    p.mark = marks[s.pick(5)];
+    static const uint32_t cts[] = {ir::kCtNew, ir::kCtNew, ir::kCtNew, ir::kCtEstablished,
+                                   ir::kCtRelated | ir::kCtDnat, ir::kCtInvalid};
+    p.ctstate = cts[s.pick(6)];
+    if (!lists.empty() && s.pick(3) == 0) p.remembered = {lists[s.pick(lists.size())]};
+    size_t atom = u.atom_of(addr_value(p.dst));
+    auto key = std::make_pair(atom, static_cast<int>(origin));
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      PacketClass start = PacketClass::everything(u);
+      auto [lo, hi] = u.atom(atom);
+      start.dst = AddrSet::range(lo, hi);
+      it = cache.emplace(key, eng.explore(start, origin)).first;
+    }
+    PacketClass point = point_class(p, u, eng);
+    auto sym = distribution_at(it->second, point, p.mark, u);
+    auto con = concrete_distribution(tracer.trace(p));
+    Probability total = Probability::zero();
+    for (const auto& x : sym) total = total + x.probability;
+    ASSERT_TRUE(total.is_one()) << path << ": leaves hold " << total.fraction() << " of packet " << p.src.str()
+                                << " -> " << p.dst.str() << ":" << p.dport;
+    std::string sa, ca;
+    for (const auto& x : sym) sa += format_share(x) + "; ";
+    for (const auto& x : con) ca += format_share(x) + "; ";
+    bool unknown = false;
+    for (const auto& x : con) unknown |= x.verdict == trace::Verdict::Unknown;
+    if (unknown) {
+      bool sym_unknown = false;
+      for (const auto& x : sym) sym_unknown |= x.verdict == trace::Verdict::Unknown;
+      EXPECT_TRUE(sym_unknown) << path << ": concrete " << ca << " symbolic " << sa;
+      continue;
+    }
+    ++compared;
+    ASSERT_TRUE(same_outcomes(sym, con)) << path << "\npacket " << trace::proto_name(p.proto) << " " << p.src.str()
+                                         << ":" << *p.sport << " -> " << p.dst.str() << ":" << p.dport << " origin "
+                                         << origin_name(origin) << " in " << *p.in_iface << " out " << *p.out_iface
+                                         << " mark " << p.mark << " ct " << p.ctstate
+                                         << (p.remembered.empty() ? "" : " remembered " + p.remembered[0])
+                                         << "\nsymbolic: " << sa << "\nconcrete: " << ca;
+  }
+  EXPECT_GT(compared, samples / 2) << path;
+}
+
+TEST(SymbolicVsConcrete, EveryGoldenProgram) {
+  size_t programs = 0;
+  for (const auto& c : test::discover_fixtures()) {
+    for (const auto& backend : c.backends) {
+      std::string path = c.steps[0].dir + "/expected/" + backend + ".restore";
+      if (!std::ifstream(path)) continue;
+      SCOPED_TRACE(path);
+      check_program(path, backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4, 150);
+      ++programs;
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GT(programs, 40u);
+}
+
+}  // namespace
+}  // namespace kpc::verifier::symbolic

@@ -1,0 +1,351 @@
+#include "verifier/symbolic/compare.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace kpc::verifier::symbolic {
+
+using trace::Verdict;
+
+namespace {
+
+/// An outcome with its mark made concrete where the class fixes the arriving mark.
+struct NormOutcome {
+  SymOutcome o;
+  bool operator<(const NormOutcome& x) const {
+    auto key = [](const SymOutcome& s) {
+      return std::tie(s.verdict, s.route, s.dnat, s.dnat_addr, s.dnat_port, s.masquerade, s.snat, s.mark_const,
+                      s.mark_value, s.mark_flip, s.unknown);
+    };
+    return key(o) < key(x.o);
+  }
+  bool operator==(const NormOutcome& x) const { return o == x.o; }
+};
+
+SymOutcome normalize(const SymOutcome& o, const PacketClass& c) {
+  SymOutcome n = o;
+  uint32_t fixed = c.mark_known & ~o.mark_const;  // free in the outcome, known in the class
+  n.mark_value = (o.mark_value & o.mark_const) | ((c.mark_value ^ o.mark_flip) & fixed);
+  n.mark_const = o.mark_const | fixed;
+  n.mark_flip = o.mark_flip & ~n.mark_const;
+  if (!n.dnat) n.dnat_addr = 0, n.dnat_port = 0;
+  return n;
+}
+
+using Dist = std::vector<std::pair<NormOutcome, Probability>>;  // sorted by outcome, merged
+
+void add_to(Dist& d, const NormOutcome& o, const Probability& p) {
+  auto it = std::lower_bound(d.begin(), d.end(), o, [](const auto& e, const NormOutcome& x) { return e.first < x; });
+  if (it != d.end() && it->first == o)
+    it->second = it->second + p;
+  else
+    d.insert(it, {o, p});
+}
+
+Dist normalized(const Dist& d, const PacketClass& c) {
+  Dist out;
+  for (const auto& [o, p] : d) add_to(out, NormOutcome{normalize(o.o, c)}, p);
+  return out;
+}
+
+bool has_unknown(const Dist& d) {
+  for (const auto& e : d)
+    if (e.first.o.verdict == Verdict::Unknown) return true;
+  return false;
+}
+
+struct Region {
+  PacketClass cls;
+  Dist dist;
+};
+
+// Refines the start class by every leaf: regions where each packet has one distribution.
+std::vector<Region> refine(const PacketClass& start, const std::vector<Leaf>& leaves, const Universe& u) {
+  std::vector<Region> regions{Region{start, {}}};
+  for (const Leaf& l : leaves) {
+    std::vector<Region> next;
+    next.reserve(regions.size() + 4);
+    for (Region& r : regions) {
+      PacketClass inter = r.cls.intersect(l.cls);
+      if (inter.empty(u)) {
+        next.push_back(std::move(r));
+        continue;
+      }
+      for (auto& rest : r.cls.subtract(l.cls, u)) next.push_back(Region{std::move(rest), r.dist});
+      Region in{std::move(inter), std::move(r.dist)};
+      add_to(in.dist, NormOutcome{l.outcome}, l.prob);
+      next.push_back(std::move(in));
+    }
+    regions = std::move(next);
+  }
+  return regions;
+}
+
+// Leaves as canonical keys: equal multisets mean equal behaviour on the start class.
+std::vector<std::string> leaf_keys(const std::vector<Leaf>& leaves, bool* unknown) {
+  std::vector<std::string> keys;
+  keys.reserve(leaves.size());
+  for (const Leaf& l : leaves) {
+    if (l.outcome.verdict == Verdict::Unknown) *unknown = true;
+    SymOutcome n = normalize(l.outcome, l.cls);
+    std::string k = l.cls.key();
+    k += '|';
+    k += l.prob.fraction();
+    char b[96];
+    std::snprintf(b, sizeof b, "|%d|%d|%d|%x|%x|%x|", static_cast<int>(n.verdict), n.dnat, n.masquerade, n.mark_const,
+                  n.mark_value, n.mark_flip);
+    k += b;
+    k += n.route + "|" + n.snat + "|" + n.unknown + "|";
+    if (n.dnat) {
+      k.append(reinterpret_cast<const char*>(&n.dnat_addr), sizeof n.dnat_addr);
+      k += std::to_string(n.dnat_port);
+    }
+    keys.push_back(std::move(k));
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+std::string dnat_text(const SymOutcome& o, IPFamily f) {
+  if (!o.dnat) return "";
+  return trace::host_port(addr_from_value(o.dnat_addr, f), o.dnat_port);
+}
+
+std::vector<OutcomeShare> shares(const Dist& d, uint32_t arriving_mark, IPFamily f) {
+  std::vector<OutcomeShare> out;
+  for (const auto& [no, p] : d) {
+    const SymOutcome& o = no.o;
+    OutcomeShare s;
+    s.verdict = o.verdict;
+    s.route = o.route;
+    s.dnat = dnat_text(o, f);
+    s.masquerade = o.masquerade;
+    s.snat = o.snat;
+    s.mark = (o.mark_value & o.mark_const) | ((arriving_mark ^ o.mark_flip) & ~o.mark_const);
+    s.unknown = o.unknown;
+    s.probability = p;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// The concrete tracer's distribution at the witness, in the same shape.
+std::vector<OutcomeShare> concrete_shares(const trace::TraceResult& r) {
+  std::vector<OutcomeShare> out;
+  for (const auto& o : r.outcomes) {
+    OutcomeShare s;
+    s.verdict = o.verdict;
+    s.route = o.route;
+    s.dnat = o.dnat_text;
+    s.masquerade = o.masquerade;
+    s.snat = o.snat_text;
+    s.mark = o.final_mark;
+    s.probability = o.probability;
+    auto it = std::find_if(out.begin(), out.end(), [&](const OutcomeShare& x) {
+      return x.verdict == s.verdict && x.route == s.route && x.dnat == s.dnat && x.masquerade == s.masquerade &&
+             x.snat == s.snat && x.mark == s.mark;
+    });
+    if (it != out.end())
+      it->probability = it->probability + s.probability;
+    else
+      out.push_back(std::move(s));
+  }
+  return out;
+}
+
+bool same_decided(std::vector<OutcomeShare> a, std::vector<OutcomeShare> b) {
+  auto key = [](const OutcomeShare& s) {
+    return std::make_tuple(static_cast<int>(s.verdict), s.route, s.dnat, s.masquerade, s.snat, s.mark);
+  };
+  auto by = [&](const OutcomeShare& x, const OutcomeShare& y) { return key(x) < key(y); };
+  std::sort(a.begin(), a.end(), by);
+  std::sort(b.begin(), b.end(), by);
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (key(a[i]) != key(b[i]) || !(a[i].probability == b[i].probability)) return false;
+  return true;
+}
+
+trace::Packet concrete(const Witness& w, Origin origin, const Universe& u, const Engine& e) {
+  trace::Packet p;
+  p.src = w.src;
+  p.dst = w.dst;
+  p.proto = w.proto;
+  p.sport = w.sport;
+  p.dport = w.dport;
+  p.origin = origin == Origin::Node ? trace::Origin::Node : trace::Origin::External;
+  if (origin == Origin::Arriving && w.in_iface >= 0) p.in_iface = u.ifaces[static_cast<size_t>(w.in_iface)];
+  if (w.out_iface >= 0) p.out_iface = u.ifaces[static_cast<size_t>(w.out_iface)];
+  p.mark = w.mark;
+  p.ctstate = ct_combo_bits(w.ct_combo);
+  if (w.client != 0) p.remembered = e.lists_for(w.client);
+  return p;
+}
+
+std::string witness_text(const trace::Packet& p, Origin o, const Universe& u, uint32_t client) {
+  std::string s = trace::proto_name(p.proto);
+  if (s == "?") s = "proto " + std::to_string(p.proto);
+  bool v6 = p.src.family == IPFamily::V6;
+  s += " " + (v6 ? "[" + p.src.str() + "]" : p.src.str()) + ":" + std::to_string(p.sport.value_or(0));
+  s += " -> " + trace::host_port(p.dst, p.dport);
+  s += o == Origin::Node ? ", from the node" : ", arriving";
+  if (o == Origin::Arriving && p.in_iface) s += " on " + *p.in_iface;
+  s += ", ct " + ir::ctstate_text(p.ctstate);
+  char b[32];
+  std::snprintf(b, sizeof b, ", mark 0x%x", p.mark);
+  s += b;
+  s += client == 0 ? ", new client" : ", client remembered for " + u.affinity_keys[client];
+  return s;
+}
+
+std::vector<std::string> best_path(const trace::TraceResult& r) {
+  std::vector<std::string> out;
+  const trace::Outcome* best = nullptr;
+  for (const auto& o : r.outcomes)
+    if (!best || o.probability > best->probability) best = &o;
+  if (!best) return out;
+  for (const auto& s : best->path) {
+    if (s.kind == trace::Step::NotTaken) continue;
+    out.push_back(std::string(ir::table_name(s.table)) + " " + s.text);
+  }
+  return out;
+}
+
+}  // namespace
+
+PacketClass point_class(const trace::Packet& p, const Universe& u, const Engine& e) {
+  PacketClass c = PacketClass::everything(u);
+  u128 s = addr_value(p.src), d = addr_value(p.dst);
+  c.src = AddrSet::point(s);
+  c.dst = AddrSet::point(d);
+  c.proto = ProtoSet::of(p.proto);
+  if (p.sport) c.sport = PortSet::point(*p.sport);
+  c.dport = PortSet::point(p.dport);
+  c.mark_known = ~0u;
+  c.mark_value = p.mark;
+  c.ct = SmallSet{};
+  for (unsigned i = 0; i < kCtCombos; ++i)
+    if (ct_combo_bits(i) == p.ctstate) c.ct = SmallSet::of(i);
+  auto atom = [&](const std::optional<std::string>& n, SmallSet& set) {
+    if (!n) return;
+    for (unsigned i = 0; i < u.ifaces.size(); ++i)
+      if (u.ifaces[i] == *n) set = SmallSet::of(i);
+  };
+  atom(p.in_iface, c.in_iface);
+  atom(p.out_iface, c.out_iface);
+  c.client = ClientSet::only(p.remembered.empty() ? 0 : e.client_id(p.remembered[0]));
+  return c;
+}
+
+std::vector<OutcomeShare> distribution_at(const std::vector<Leaf>& leaves, const PacketClass& point, uint32_t mark,
+                                          const Universe& u) {
+  Dist d;
+  for (const Leaf& l : leaves)
+    if (l.cls.overlaps(point, u)) add_to(d, NormOutcome{normalize(l.outcome, point)}, l.prob);
+  return shares(d, mark, u.family);
+}
+
+std::vector<OutcomeShare> concrete_distribution(const trace::TraceResult& r) { return concrete_shares(r); }
+bool same_outcomes(const std::vector<OutcomeShare>& a, const std::vector<OutcomeShare>& b) {
+  return same_decided(a, b);
+}
+
+std::string format_share(const OutcomeShare& s) {
+  std::string out = "p=" + s.probability.fraction() + " " + trace::verdict_name(s.verdict);
+  if (!s.route.empty()) out += "(" + s.route + ")";
+  if (!s.dnat.empty()) out += " DNAT " + s.dnat;
+  if (s.masquerade) out += " masquerade";
+  if (!s.snat.empty()) out += " SNAT " + s.snat;
+  char b[32];
+  std::snprintf(b, sizeof b, " mark 0x%x", s.mark);
+  out += b;
+  if (!s.unknown.empty()) out += " [" + s.unknown + "]";
+  return out;
+}
+
+CompareResult compare_states(const RulesetState& before, const RulesetState& after, const CompareOptions& opt) {
+  CompareResult res;
+  Universe u = build_universe({&before, &after}, opt.local_addresses);
+  res.atoms = u.atom_count();
+  AffectedAtoms aff;
+  if (opt.explore_all) {
+    aff.all = true;
+    aff.atom.assign(u.atom_count(), 1);
+    aff.why_all = "every atom requested";
+  } else {
+    aff = affected_atoms(before, after, u);
+    if (aff.equal) {
+      res.equivalent_by_hash = true;
+      res.narrowing = "every built-in chain has the same semantic hash (comments and chain names aside)";
+      return res;
+    }
+  }
+  Engine ea(before, u), eb(after, u);
+  size_t n = 0;
+  for (char c : aff.atom) n += c != 0;
+  res.atoms_explored = n;
+  res.narrowing = aff.all ? "all atoms: " + aff.why_all
+                          : std::to_string(n) + " of " + std::to_string(u.atom_count()) +
+                                " destination atoms reach a differing rule";
+  trace::TraceOptions to;
+  to.local_addresses = opt.local_addresses;
+  trace::Tracer ta(before, to), tb(after, to);
+
+  for (size_t ai = 0; ai < u.atom_count(); ++ai) {
+    if (!aff.atom[ai]) continue;
+    for (Origin origin : {Origin::Arriving, Origin::Node}) {
+      PacketClass start = PacketClass::everything(u);
+      auto [lo, hi] = u.atom(ai);
+      start.dst = AddrSet::range(lo, hi);
+      auto la = ea.explore(start, origin);
+      auto lb = eb.explore(start, origin);
+      res.leaves += la.size() + lb.size();
+      ++res.classes_compared;
+      bool unk = false;
+      if (leaf_keys(la, &unk) == leaf_keys(lb, &unk) && !unk) continue;
+      auto ra = refine(start, la, u);
+      auto rb = refine(start, lb, u);
+      for (const Region& x : ra)
+        for (const Region& y : rb) {
+          PacketClass c = x.cls.intersect(y.cls);
+          if (c.empty(u)) continue;
+          Dist da = normalized(x.dist, c), db = normalized(y.dist, c);
+          bool undecided = has_unknown(da) || has_unknown(db);
+          if (!undecided && da == db) continue;
+          (undecided ? res.undecided_classes : res.differing_classes)++;
+          if (res.differences.size() >= opt.max_reported) continue;
+          Difference d;
+          d.origin = origin;
+          d.undecided = undecided;
+          d.cls = describe(c, u);
+          Witness w = pick_witness(c, u);
+          d.witness_a = concrete(w, origin, u, ea);
+          d.witness_b = concrete(w, origin, u, eb);
+          d.witness_text = witness_text(d.witness_a, origin, u, w.client);
+          d.before = shares(da, w.mark, u.family);
+          d.after = shares(db, w.mark, u.family);
+          auto tra = ta.trace(d.witness_a);
+          auto trb = tb.trace(d.witness_b);
+          if (!undecided) {
+            if (!same_decided(d.before, concrete_shares(tra)))
+              res.self_check_failures.push_back("before: symbolic and concrete outcomes disagree for " + d.witness_text);
+            if (!same_decided(d.after, concrete_shares(trb)))
+              res.self_check_failures.push_back("after: symbolic and concrete outcomes disagree for " + d.witness_text);
+          }
+          for (const auto* tr : {&tra, &trb})
+            for (const auto& o : tr->outcomes)
+              for (const auto& s : o.services)
+                if (std::find(d.services.begin(), d.services.end(), s) == d.services.end()) d.services.push_back(s);
+          d.path_before = best_path(tra);
+          d.path_after = best_path(trb);
+          res.differences.push_back(std::move(d));
+        }
+    }
+  }
+  std::stable_sort(res.differences.begin(), res.differences.end(),
+                   [](const Difference& a, const Difference& b) { return a.undecided < b.undecided; });
+  return res;
+}
+
+}  // namespace kpc::verifier::symbolic

@@ -1,0 +1,96 @@
+// Behavioural comparison of two rule sets (issue 5: `kpc diff`, and level 2 of
+// `kpc verify`): is there a packet whose outcome distribution differs?
+//
+//  1. Semantic hashes (affected.cpp): each chain is hashed without comments and
+//     with jump targets replaced by the target's hash, so renamed chains and
+//     comment edits hash alike. Equal hashes for every built-in chain: the rule
+//     sets are equivalent, nothing to explore. Otherwise the differing rules are
+//     located by walking both chain graphs in parallel, and the destination
+//     atoms they can affect are collected (all atoms when a difference sits
+//     where a DNAT may already have rewritten the destination).
+//  2. For each affected atom and origin, both sides are explored symbolically
+//     (engine.h). Equal leaf multisets: same behaviour. Otherwise the leaves are
+//     refined into regions with exact outcome distributions and the regions of
+//     both sides are intersected; every intersection whose distributions differ
+//     is a difference, every one involving an Unknown outcome is undecided.
+//  3. Each difference gets a witness packet, traced concretely on both sides with
+//     the reference tracer, whose outcome must agree with the symbolic one (a
+//     self-check; a disagreement is a bug in kpc and is reported as such).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "verifier/state/state.h"
+#include "verifier/symbolic/engine.h"
+#include "verifier/trace/tracer.h"
+
+namespace kpc::verifier::symbolic {
+
+struct CompareOptions {
+  /// The node's addresses (addrtype LOCAL, routing to the node). Loopback is always local.
+  std::vector<IPAddr> local_addresses;
+  /// Explore every atom, skipping the hash-based narrowing (tests, and a reference).
+  bool explore_all = false;
+  /// Stop collecting after this many differences (the count still says how many classes differ).
+  size_t max_reported = 2000;
+};
+
+/// One outcome of a distribution, concrete for the class it is shown for.
+struct OutcomeShare {
+  trace::Verdict verdict = trace::Verdict::Accept;
+  std::string route;
+  std::string dnat;  ///< "ip:port" or ""
+  bool masquerade = false;
+  std::string snat;
+  uint32_t mark = 0;  ///< for the witness's arriving mark
+  std::string unknown;
+  Probability probability;
+  friend bool operator==(const OutcomeShare&, const OutcomeShare&) = default;
+};
+std::string format_share(const OutcomeShare& s);  ///< "p=1/3 ACCEPT(forward) DNAT 10.1.0.1:80 masq mark 0x4000"
+
+struct Difference {
+  Origin origin = Origin::Arriving;
+  std::string cls;  ///< describe() of the class
+  trace::Packet witness_a, witness_b;  ///< the same packet (recent lists named per side)
+  std::string witness_text;            ///< "tcp 203.0.113.10:40000 -> 10.96.0.10:80 from arriving, ct NEW, ..."
+  std::vector<OutcomeShare> before, after;
+  std::vector<std::string> services;  ///< "ns/name:port" on either side's paths
+  std::vector<std::string> path_before, path_after;  ///< rules of the most likely outcome's path
+  bool undecided = false;  ///< an Unknown outcome: neither proved equal nor different
+};
+
+struct CompareResult {
+  bool equivalent_by_hash = false;
+  size_t atoms = 0, atoms_explored = 0, classes_compared = 0, leaves = 0;
+  size_t differing_classes = 0, undecided_classes = 0;
+  std::string narrowing;  ///< how the atoms to explore were chosen
+  std::vector<Difference> differences;  ///< proven differences, then undecided ones
+  std::vector<std::string> self_check_failures;  ///< symbolic vs concrete disagreements (bugs)
+  bool equivalent() const { return differing_classes == 0 && undecided_classes == 0; }
+};
+
+CompareResult compare_states(const RulesetState& before, const RulesetState& after, const CompareOptions& options);
+
+/// The class of exactly one concrete packet (its interfaces must be universe atoms;
+/// its remembered lists, if any, must name one list the engine knows).
+PacketClass point_class(const trace::Packet& p, const Universe& u, const Engine& e);
+/// A packet's exact outcome distribution according to the leaves of a start class holding it.
+std::vector<OutcomeShare> distribution_at(const std::vector<Leaf>& leaves, const PacketClass& point, uint32_t mark,
+                                          const Universe& u);
+/// The concrete tracer's result in the same shape (outcomes merged).
+std::vector<OutcomeShare> concrete_distribution(const trace::TraceResult& r);
+/// Same outcomes with the same probabilities (order aside).
+bool same_outcomes(const std::vector<OutcomeShare>& a, const std::vector<OutcomeShare>& b);
+
+/// Which destination atoms can behave differently (step 1). all = every atom.
+struct AffectedAtoms {
+  bool equal = false;  ///< all built-in chains hash alike: equivalent
+  bool all = false;
+  std::vector<char> atom;  ///< per atom of the universe
+  std::string why_all;
+};
+AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const Universe& u);
+
+}  // namespace kpc::verifier::symbolic

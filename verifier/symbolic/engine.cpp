@@ -1,0 +1,1047 @@
+#include "verifier/symbolic/engine.h"
+
+#include <map>
+#include <set>
+
+#include "compiler/support/text.h"
+#include "verifier/parse/parser.h"
+
+namespace kpc::verifier::symbolic {
+
+using ir::ArgKind;
+using ir::TableId;
+using ir::TargetKind;
+using trace::Verdict;
+
+const char* origin_name(Origin o) { return o == Origin::Node ? "node" : "arriving"; }
+
+namespace {
+
+// ------------------------------------------------------------ save-text scanning
+
+/// The leading base matches of a rule's canonical save text: iptables-save prints
+/// "[!] -s A [!] -d A [!] -i IF [!] -o IF" before anything else.
+struct Lead {
+  bool has_d = false, neg_d = false;
+  CIDR d;
+  std::vector<std::string> ifaces;
+};
+
+Lead scan_lead(std::string_view t) {
+  Lead l;
+  size_t i = 0;
+  bool neg = false;
+  auto word = [&]() {
+    while (i < t.size() && t[i] == ' ') ++i;
+    size_t b = i;
+    while (i < t.size() && t[i] != ' ') ++i;
+    return t.substr(b, i - b);
+  };
+  for (int n = 0; n < 10; ++n) {
+    std::string_view w = word();
+    if (w == "!") {
+      neg = true;
+      continue;
+    }
+    if (w == "-s") {
+      word();
+    } else if (w == "-d") {
+      if (auto c = CIDR::parse(word(), false, nullptr, true)) l.has_d = true, l.neg_d = neg, l.d = *c;
+    } else if (w == "-i" || w == "-o") {
+      l.ifaces.emplace_back(word());
+    } else {
+      break;
+    }
+    neg = false;
+  }
+  return l;
+}
+
+bool iface_matches(const std::string& pattern, const std::string& name) {
+  if (!pattern.empty() && pattern.back() == '+')
+    return name.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0;
+  return pattern == name;
+}
+
+std::optional<int> proto_number(const std::string& text) {
+  static const std::map<std::string, int> names = {
+      {"all", 0},  {"tcp", 6}, {"udp", 17},   {"udplite", 136}, {"icmp", 1},      {"icmpv6", 58}, {"ipv6-icmp", 58},
+      {"esp", 50}, {"ah", 51}, {"sctp", 132}, {"mh", 135},      {"ipv6-mh", 135}, {"gre", 47},    {"dccp", 33}};
+  std::string l = to_lower(text);
+  if (auto it = names.find(l); it != names.end()) return it->second;
+  if (l.empty() || l.size() > 3) return std::nullopt;
+  int v = 0;
+  for (char c : l) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v <= 255 ? std::optional<int>(v) : std::nullopt;
+}
+
+bool parse_port_list(const std::string& text, PortSet* out) {
+  *out = PortSet();
+  for (auto part : split(text, ',')) {
+    size_t colon = part.find(':');
+    auto num = [](std::string_view s, uint32_t* v) {
+      if (s.empty()) return false;
+      *v = 0;
+      for (char c : s) {
+        if (c < '0' || c > '9') return false;
+        *v = *v * 10 + static_cast<uint32_t>(c - '0');
+        if (*v > 65535) return false;
+      }
+      return true;
+    };
+    uint32_t lo = 0, hi = 0;
+    if (!num(part.substr(0, colon), &lo)) return false;
+    hi = lo;
+    if (colon != std::string_view::npos && !num(part.substr(colon + 1), &hi)) return false;
+    if (lo > hi) continue;  // the kernel's inverted range matches nothing
+    PortSet add = PortSet::range(lo, hi);
+    *out = PortSet::range(0, 65535).subtract(PortSet::range(0, 65535).subtract(*out).subtract(add));
+  }
+  return true;
+}
+
+constexpr uint32_t kAddrLocal = 1u << 2;  // XT_ADDRTYPE_LOCAL
+
+enum class Hook : uint8_t { Prerouting, Input, Forward, Output, Postrouting };
+const char* hook_chain(Hook h) {
+  static const char* const names[] = {"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"};
+  return names[static_cast<int>(h)];
+}
+
+struct Stage {
+  bool route = false;
+  TableId table = TableId::Filter;
+  Hook hook = Hook::Prerouting;
+  bool loopback = false;
+};
+
+// ------------------------------------------------------------ compiled rules
+
+/// One test of a rule, over one field of the class (or of the packet's state).
+struct Cond {
+  enum Kind : uint8_t {
+    Proto, Src, Dst, InIface, OutIface, SPort, DPort, Ports /* multiport --ports */, SrcLocal, DstLocal,
+    Ct, Mark, Client, Never, Unknown
+  } kind = Never;
+  bool neg = false;
+  ProtoSet proto;
+  AddrSet addr;
+  PortSet ports;
+  std::string pattern;  ///< interfaces
+  SmallSet atoms;       ///< interfaces: the atoms the pattern matches
+  uint32_t value = 0, mask = 0;
+  bool state_module = false;  ///< -m state ignores the SNAT/DNAT bits
+  uint32_t client = 0;
+  std::string why;
+};
+
+struct SymRule {
+  bool bad = false;  ///< the text does not re-parse
+  std::vector<Cond> conds;
+  bool random = false;
+  Probability p;
+  ir::Target target;
+};
+
+}  // namespace
+
+// ------------------------------------------------------------ universe
+
+Universe build_universe(const std::vector<const RulesetState*>& states, const std::vector<IPAddr>& local_addresses) {
+  Universe u;
+  u.family = states.empty() ? IPFamily::V4 : states[0]->family;
+  bool v4 = u.family == IPFamily::V4;
+  u.addr_max = v4 ? u128(0xffffffffu) : ~u128(0);
+  std::set<u128> cuts = {0};
+  auto cut = [&](u128 lo, u128 hi) {
+    cuts.insert(lo);
+    if (hi < u.addr_max) cuts.insert(hi + 1);
+  };
+  // Loopback is always local; then the node's addresses.
+  auto lo_range = v4 ? cidr_range(*CIDR::parse("127.0.0.0/8")) : cidr_range(*CIDR::parse("::1/128"));
+  u.local = AddrSet::range(lo_range.first, lo_range.second);
+  cut(lo_range.first, lo_range.second);
+  for (const auto& a : local_addresses) {
+    if (a.family != u.family) continue;
+    u128 v = addr_value(a);
+    u.local = u.local.subtract(v, v);
+    u.local = AddrSet::range(0, u.addr_max).subtract(AddrSet::range(0, u.addr_max).subtract(u.local).subtract(v, v));
+    cut(v, v);
+  }
+  std::set<std::string> names;
+  std::set<const RuleStore*> seen;
+  for (const RulesetState* s : states) {
+    if (!seen.insert(s->store.get()).second) continue;
+    for (size_t id = 0; id < s->store->size(); ++id) {
+      const std::string& t = s->store->text(static_cast<uint32_t>(id));
+      Lead l = scan_lead(t);
+      if (l.has_d && l.d.family() == u.family) {
+        auto r = cidr_range(l.d);
+        cut(r.first, r.second);
+      }
+      for (auto& n : l.ifaces) names.insert(n);
+      // DNAT destinations: a class DNAT'ed to an address inside its own atom would need a split.
+      size_t p = t.find(" --to-destination ");
+      if (p != std::string::npos) {
+        size_t b = p + 18, e = t.find(' ', b);
+        std::string to(t.substr(b, e == std::string::npos ? std::string::npos : e - b));
+        if (!to.empty() && to[0] == '[') to = to.substr(1, to.find(']') - 1);
+        else if (v4) to = to.substr(0, to.find(':'));
+        if (auto a = IPAddr::parse(to); a && a->family == u.family) cut(addr_value(*a), addr_value(*a));
+      }
+    }
+  }
+  u.dst_cuts.assign(cuts.begin(), cuts.end());
+  // Interface atoms: each literal name, a name for each prefix, and one name no rule mentions.
+  std::set<std::string> reps;
+  for (const auto& n : names) {
+    if (n.empty() || n == "+") continue;
+    if (n.back() == '+')
+      reps.insert(n.substr(0, n.size() - 1) + "kpc0");
+    else if (n != "lo")
+      reps.insert(n);
+  }
+  reps.insert("kpc-other0");
+  u.ifaces.assign(reps.begin(), reps.end());
+  if (u.ifaces.size() > 63) u.ifaces.resize(63);  // iface tests beyond become Unknown (below)
+  return u;
+}
+
+// ------------------------------------------------------------ the engine
+
+struct Engine::Impl {
+  const RulesetState& st;
+  Universe& u;
+  std::unordered_map<uint64_t, std::unique_ptr<SymRule>> rules;  // (table, id) -> compiled
+  std::unordered_map<std::string, uint32_t> list_ids;           // recent --name -> affinity id
+  std::map<uint32_t, std::vector<std::string>> lists_of;
+  bool ifaces_capped = false;
+
+  // Per chain: an index from destination atom to rule positions, for long chains.
+  struct ChainIndex {
+    std::vector<uint32_t> generic;                                   // positions every class visits
+    std::unordered_map<uint32_t, std::vector<uint32_t>> by_atom;     // positions with a -d holding the atom
+    std::unordered_map<uint32_t, std::vector<uint32_t>> merged;      // cache: atom -> sorted positions
+  };
+  std::unordered_map<const Chain*, ChainIndex> index;
+
+  std::vector<Leaf> leaves;
+
+  Impl(const RulesetState& s, Universe& uni) : st(s), u(uni) { read_affinity_lists(); }
+
+  // kube-proxy names each recent list after its KUBE-SEP chain, which DNATs to one
+  // endpoint; the canonical key (service + endpoint) survives chain renames.
+  void read_affinity_lists() {
+    const TableState& nat = st.table(TableId::Nat);
+    for (const auto& [name, chain] : nat.chains) {
+      for (uint32_t id : chain.rules) {
+        const std::string& t = st.store->text(id);
+        size_t n = t.find(" --name ");
+        if (n == std::string::npos) continue;
+        size_t b = n + 8, e = t.find(' ', b);
+        std::string list = t.substr(b, e == std::string::npos ? std::string::npos : e - b);
+        size_t d = t.find(" --to-destination ");
+        bool sets = t.find(" --set ") != std::string::npos;
+        std::string key = "list " + list;
+        if (sets && d != std::string::npos) {
+          size_t db = d + 18, de = t.find(' ', db);
+          std::string svc;
+          size_t c = t.find("--comment ");
+          if (c != std::string::npos) {
+            size_t cb = c + 10, ce = t.find(' ', cb);
+            svc = t.substr(cb, ce == std::string::npos ? std::string::npos : ce - cb);
+            if (!svc.empty() && svc[0] == '"') svc = svc.substr(1);
+            if (!svc.empty() && svc.back() == '"') svc.pop_back();
+          }
+          key = (svc.empty() ? "" : svc + " -> ") + t.substr(db, de == std::string::npos ? std::string::npos : de - db);
+        }
+        if (!list_ids.count(list) || sets) {
+          uint32_t aid = u.affinity_id(key);
+          list_ids[list] = aid;
+        }
+      }
+    }
+    for (const auto& [list, aid] : list_ids) lists_of[aid].push_back(list);
+  }
+
+  uint32_t list_id(const std::string& list) {
+    auto it = list_ids.find(list);
+    if (it != list_ids.end()) return it->second;
+    uint32_t aid = u.affinity_id("list " + list);
+    list_ids[list] = aid;
+    lists_of[aid].push_back(list);
+    return aid;
+  }
+
+  const SymRule& rule(TableId t, const std::string& chain, uint32_t id) {
+    uint64_t key = (uint64_t(static_cast<uint8_t>(t)) << 32) | id;
+    auto it = rules.find(key);
+    if (it != rules.end()) return *it->second;
+    auto r = std::make_unique<SymRule>();
+    compile(*r, t, chain, id);
+    const SymRule& ref = *r;
+    rules.emplace(key, std::move(r));
+    return ref;
+  }
+
+  void compile(SymRule& out, TableId t, const std::string& chain, uint32_t id) {
+    std::string text = "-A " + chain + st.store->text(id);
+    ParseOptions po;
+    po.family = st.family;
+    po.table = t;
+    auto words = split_words(text);
+    LineParse lp = parse_command(words, po, 1);
+    if (lp.error || !lp.op || lp.op->kind != ir::OpKind::Append) {
+      out.bad = true;
+      return;
+    }
+    const ir::Rule& r = lp.op->rule;
+    out.target = r.target;
+    const auto& args = r.args;
+    auto unknown = [&](std::string why) {
+      Cond c;
+      c.kind = Cond::Unknown;
+      c.why = std::move(why);
+      out.conds.push_back(std::move(c));
+    };
+    for (size_t i = 0; i < args.size(); ++i) {
+      const ir::Arg& a = args[i];
+      Cond c;
+      c.neg = a.neg;
+      switch (a.kind) {
+        case ArgKind::Proto: {
+          auto n = proto_number(a.text);
+          if (!n) {
+            unknown("protocol \"" + a.text + "\" not modelled");
+            continue;
+          }
+          c.kind = Cond::Proto;
+          c.proto = *n == 0 ? ProtoSet::all() : ProtoSet::of(static_cast<unsigned>(*n));
+          break;
+        }
+        case ArgKind::Src:
+        case ArgKind::Dst: {
+          c.kind = a.kind == ArgKind::Src ? Cond::Src : Cond::Dst;
+          auto rg = cidr_range(a.cidr);
+          c.addr = AddrSet::range(rg.first, rg.second);
+          break;
+        }
+        case ArgKind::InIface:
+        case ArgKind::OutIface: {
+          c.kind = a.kind == ArgKind::InIface ? Cond::InIface : Cond::OutIface;
+          c.pattern = a.text;
+          if (ifaces_capped) {
+            unknown("more interface names than the engine tracks");
+            continue;
+          }
+          for (unsigned k = 0; k < u.ifaces.size(); ++k)
+            if (iface_matches(a.text, u.ifaces[k])) c.atoms.bits |= uint64_t(1) << k;
+          break;
+        }
+        case ArgKind::Fragment:
+          c.kind = Cond::Never;  // first packets of connections are not fragments
+          break;
+        case ArgKind::Module: {
+          static const std::set<std::string> known = {"tcp",  "udp",    "sctp",      "comment", "addrtype",
+                                                      "conntrack", "state", "mark", "statistic", "recent",
+                                                      "nfacct",    "multiport", "set", "physdev"};
+          if (!known.count(a.text)) {
+            unknown("match module \"" + a.text + "\" not modelled");
+            continue;
+          }
+          if (a.text != "recent") continue;
+          const ir::Arg *cmd = nullptr, *name = nullptr, *side = nullptr;
+          bool hitcount = false, rttl = false;
+          for (size_t k = i + 1; k < args.size() && args[k].kind != ArgKind::Module; ++k) {
+            switch (args[k].kind) {
+              case ArgKind::RecentCmd: cmd = &args[k]; break;
+              case ArgKind::RecentName: name = &args[k]; break;
+              case ArgKind::RecentSide: side = &args[k]; break;
+              case ArgKind::RecentHitcount: hitcount = true; break;
+              case ArgKind::RecentRttl: rttl = true; break;
+              default: break;
+            }
+          }
+          if (!cmd) {
+            unknown("recent without a command");
+            continue;
+          }
+          if (cmd->text == "set") {
+            if (cmd->neg) c.kind = Cond::Never;  // "! --set" adds and never matches
+            else continue;
+            break;
+          }
+          if (hitcount || rttl) {
+            unknown("recent --hitcount/--rttl not modelled");
+            continue;
+          }
+          if (side && side->text == "rdest") {
+            unknown("recent --rdest not modelled");
+            continue;
+          }
+          c.kind = Cond::Client;
+          c.neg = cmd->neg;
+          c.client = list_id(name ? name->text : "DEFAULT");
+          break;
+        }
+        case ArgKind::SPort:
+        case ArgKind::DPort:
+          c.kind = a.kind == ArgKind::SPort ? Cond::SPort : Cond::DPort;
+          c.ports = a.value <= a.value2 ? PortSet::range(a.value, a.value2) : PortSet();
+          break;
+        case ArgKind::MultiPorts: {
+          if (!parse_port_list(a.text, &c.ports)) {
+            unknown("multiport list \"" + a.text + "\" not understood");
+            continue;
+          }
+          c.kind = a.text2 == "--dports" ? Cond::DPort : a.text2 == "--sports" ? Cond::SPort : Cond::Ports;
+          break;
+        }
+        case ArgKind::SrcType:
+        case ArgKind::DstType: {
+          bool limit = false;
+          for (const auto& b : args) limit |= b.kind == ArgKind::LimitIfaceIn || b.kind == ArgKind::LimitIfaceOut;
+          if (limit) continue;  // reported by the LimitIface arg
+          c.kind = a.kind == ArgKind::SrcType ? Cond::SrcLocal : Cond::DstLocal;
+          c.value = a.value;
+          break;
+        }
+        case ArgKind::LimitIfaceIn:
+        case ArgKind::LimitIfaceOut:
+          unknown("addrtype --limit-iface-in/out not modelled");
+          continue;
+        case ArgKind::CtState:
+          c.kind = Cond::Ct;
+          c.value = a.value;
+          c.state_module = a.text2 == "--state";
+          break;
+        case ArgKind::MarkMatch:
+          c.kind = Cond::Mark;
+          c.value = a.value;
+          c.mask = a.value2;
+          break;
+        case ArgKind::StatMode:
+          if (a.text != "random") unknown("statistic --mode " + a.text + " depends on a packet counter");
+          continue;
+        case ArgKind::Probability: {
+          Probability p = Probability::statistic_match(a.value);
+          if (a.neg) p = p.complement();
+          out.p = out.random ? out.p * p : p;
+          out.random = true;
+          continue;
+        }
+        case ArgKind::MatchSet:
+          unknown("ipset \"" + a.text + "\" contents not known");
+          continue;
+        case ArgKind::Physdev:
+          unknown("physdev match not modelled");
+          continue;
+        case ArgKind::Unknown:
+          unknown("option " + a.text2 + " not modelled");
+          continue;
+        default:
+          continue;  // comment, nfacct, statistic/recent options: no test of their own
+      }
+      out.conds.push_back(std::move(c));
+    }
+  }
+
+  // ---------------------------------------------------------------- execution
+
+  struct Frame {
+    const Chain* chain = nullptr;
+    uint32_t next = 0;                           ///< index into order (or rules)
+    const std::vector<uint32_t>* order = nullptr;  ///< positions to visit (indexed chains)
+  };
+
+  struct Exec {
+    PacketClass k;
+    Origin origin = Origin::Arriving;
+    bool dst_set = false;  ///< rewritten by DNAT: dst/dport are concrete
+    u128 dst = 0;
+    uint16_t dport = 0;
+    bool ct_dnat = false, ct_snat = false;
+    uint32_t mc = 0, mv = 0, mf = 0;  ///< mark function
+    bool dnat = false, masq = false;
+    std::string snat;
+    Probability prob;
+    std::vector<Stage> plan;
+    size_t stage = 0;
+    std::vector<Frame> stack;
+    const Chain* builtin = nullptr;
+    std::string route;
+  };
+
+  // The atom of the current destination.
+  uint32_t atom(const Exec& e) const {
+    return static_cast<uint32_t>(u.atom_of(e.dst_set ? e.dst : e.k.dst.first()));
+  }
+  bool dst_local(const Exec& e) const { return u.local.contains(e.dst_set ? e.dst : e.k.dst.first()); }
+
+  Frame enter(const Chain* c, const Exec& e) {
+    Frame f{c, 0, nullptr};
+    if (c->rules.size() < 48) return f;
+    auto it = index.find(c);
+    if (it == index.end()) it = index.emplace(c, build_index(*c)).first;
+    ChainIndex& ix = it->second;
+    uint32_t a = atom(e);
+    auto m = ix.merged.find(a);
+    if (m == ix.merged.end()) {
+      std::vector<uint32_t> order = ix.generic;
+      if (auto s = ix.by_atom.find(a); s != ix.by_atom.end()) {
+        std::vector<uint32_t> merged;
+        std::merge(order.begin(), order.end(), s->second.begin(), s->second.end(), std::back_inserter(merged));
+        order = std::move(merged);
+      }
+      m = ix.merged.emplace(a, std::move(order)).first;
+    }
+    f.order = &m->second;
+    return f;
+  }
+
+  ChainIndex build_index(const Chain& c) {
+    ChainIndex ix;
+    for (uint32_t pos = 0; pos < c.rules.size(); ++pos) {
+      Lead l = scan_lead(st.store->text(c.rules[pos]));
+      if (!l.has_d || l.neg_d || l.d.family() != u.family) {
+        ix.generic.push_back(pos);
+        continue;
+      }
+      auto r = cidr_range(l.d);
+      size_t first = u.atom_of(r.first), last = u.atom_of(r.second);
+      if (last - first >= 8) {
+        ix.generic.push_back(pos);
+        continue;
+      }
+      for (size_t a = first; a <= last; ++a) ix.by_atom[static_cast<uint32_t>(a)].push_back(pos);
+    }
+    return ix;
+  }
+
+  std::optional<std::string> in_iface(const Exec& e) const {
+    const Stage& s = e.plan[e.stage];
+    if (s.hook == Hook::Output || s.hook == Hook::Postrouting) return std::string();
+    if (s.loopback) return std::string("lo");
+    return std::nullopt;  // symbolic
+  }
+  std::optional<std::string> out_iface(const Exec& e) const {
+    const Stage& s = e.plan[e.stage];
+    if (s.hook == Hook::Prerouting || s.hook == Hook::Input) return std::string();
+    if (e.origin == Origin::Node && dst_local(e)) return std::string("lo");
+    return std::nullopt;
+  }
+
+  void finish(Exec& e, Verdict v, std::string why = {}) {
+    if (e.prob.is_zero()) return;
+    Leaf l;
+    l.cls = std::move(e.k);
+    l.prob = e.prob;
+    SymOutcome& o = l.outcome;
+    o.verdict = v;
+    if (v == Verdict::Accept) o.route = e.route;
+    o.dnat = e.dnat;
+    if (e.dnat) {
+      o.dnat_addr = e.dst;
+      o.dnat_port = e.dport;
+    }
+    o.masquerade = e.masq;
+    o.snat = e.snat;
+    o.mark_const = e.mc;
+    o.mark_value = e.mv;
+    o.mark_flip = e.mf;
+    o.unknown = std::move(why);
+    leaves.push_back(std::move(l));
+  }
+
+  void route(Exec& e) {
+    bool local = dst_local(e);
+    auto add = [&](TableId tb, Hook h, bool loop = false) { e.plan.push_back(Stage{false, tb, h, loop}); };
+    if (e.origin == Origin::Node) {
+      if (local) {
+        e.route = "local";
+        add(TableId::Raw, Hook::Prerouting, true);
+        add(TableId::Mangle, Hook::Prerouting, true);
+        add(TableId::Mangle, Hook::Input, true);
+        add(TableId::Filter, Hook::Input, true);
+        add(TableId::Security, Hook::Input, true);
+      } else {
+        e.route = "output";
+      }
+      return;
+    }
+    if (local) {
+      e.route = "local";
+      add(TableId::Mangle, Hook::Input);
+      add(TableId::Filter, Hook::Input);
+      add(TableId::Security, Hook::Input);
+      add(TableId::Nat, Hook::Input);
+    } else {
+      e.route = "forward";
+      add(TableId::Mangle, Hook::Forward);
+      add(TableId::Filter, Hook::Forward);
+      add(TableId::Security, Hook::Forward);
+      add(TableId::Mangle, Hook::Postrouting);
+      add(TableId::Nat, Hook::Postrouting);
+    }
+  }
+
+  // A part of a class with the verdict of the rule's tests so far.
+  struct Part {
+    PacketClass k;
+    std::string unknown;  ///< a test could not be decided for this part
+  };
+
+  // Splits class k by one test into the parts that pass and the parts that fail.
+  // A concrete field (rewritten destination, a fixed interface) decides at once.
+  void split(const Cond& c, const Exec& e, const PacketClass& k, std::vector<PacketClass>& in,
+             std::vector<PacketClass>& out, std::string& unknown) {
+    auto decide = [&](bool m) { (m != c.neg ? in : out).push_back(k); };
+    auto two = [&](PacketClass&& yes, PacketClass&& no) {
+      if (c.neg) std::swap(yes, no);
+      if (!yes.empty(u)) in.push_back(std::move(yes));
+      if (!no.empty(u)) out.push_back(std::move(no));
+    };
+    switch (c.kind) {
+      case Cond::Never:
+        decide(false);
+        return;
+      case Cond::Unknown:
+        unknown = c.why;
+        in.push_back(k);
+        return;
+      case Cond::Proto: {
+        PacketClass y = k, n = k;
+        y.proto = k.proto & c.proto;
+        n.proto = k.proto.minus(c.proto);
+        two(std::move(y), std::move(n));
+        return;
+      }
+      case Cond::Src: {
+        PacketClass y = k, n = k;
+        y.src = k.src.intersect(c.addr);
+        n.src = k.src.subtract(c.addr);
+        two(std::move(y), std::move(n));
+        return;
+      }
+      case Cond::Dst:
+        if (e.dst_set) return decide(c.addr.contains(e.dst));
+        {
+          PacketClass y = k, n = k;
+          y.dst = k.dst.intersect(c.addr);
+          n.dst = k.dst.subtract(c.addr);
+          two(std::move(y), std::move(n));
+        }
+        return;
+      case Cond::SrcLocal:
+      case Cond::DstLocal: {
+        bool is_src = c.kind == Cond::SrcLocal;
+        bool local_ok = (c.value & kAddrLocal) != 0;
+        bool other_known = (c.value & ~kAddrLocal) == 0;  // only LOCAL asked: non-local addresses fail
+        if (!is_src && e.dst_set) {
+          bool l = u.local.contains(e.dst);
+          if (l) return decide(local_ok);
+          if (other_known) return decide(false);
+          unknown = "address type other than LOCAL depends on the routing table";
+          in.push_back(k);
+          return;
+        }
+        PacketClass loc = k, non = k;
+        (is_src ? loc.src : loc.dst) = (is_src ? k.src : k.dst).intersect(u.local);
+        (is_src ? non.src : non.dst) = (is_src ? k.src : k.dst).subtract(u.local);
+        if (!loc.empty(u)) (local_ok != c.neg ? in : out).push_back(std::move(loc));
+        if (!non.empty(u)) {
+          if (other_known)
+            (c.neg ? in : out).push_back(std::move(non));
+          else {
+            // Decided by the routing table for these addresses: unknown, kept apart.
+            unknown_parts.push_back(Part{std::move(non), "address type other than LOCAL depends on the routing table"});
+          }
+        }
+        return;
+      }
+      case Cond::InIface:
+      case Cond::OutIface: {
+        auto name = c.kind == Cond::InIface ? in_iface(e) : out_iface(e);
+        if (name) return decide(iface_matches(c.pattern, *name));
+        PacketClass y = k, n = k;
+        SmallSet& ys = c.kind == Cond::InIface ? y.in_iface : y.out_iface;
+        SmallSet& ns = c.kind == Cond::InIface ? n.in_iface : n.out_iface;
+        ys.bits &= c.atoms.bits;
+        ns.bits &= ~c.atoms.bits;
+        two(std::move(y), std::move(n));
+        return;
+      }
+      case Cond::SPort: {
+        PacketClass y = k, n = k;
+        y.sport = k.sport.intersect(c.ports);
+        n.sport = k.sport.subtract(c.ports);
+        two(std::move(y), std::move(n));
+        return;
+      }
+      case Cond::DPort:
+        if (e.dst_set) return decide(c.ports.contains(e.dport));
+        {
+          PacketClass y = k, n = k;
+          y.dport = k.dport.intersect(c.ports);
+          n.dport = k.dport.subtract(c.ports);
+          two(std::move(y), std::move(n));
+        }
+        return;
+      case Cond::Ports: {
+        // Either port listed: (dport in L) or (dport not in L and sport in L).
+        bool dport_in = false;
+        PacketClass by_d = k, rest = k;
+        if (e.dst_set) {
+          dport_in = c.ports.contains(e.dport);
+          if (dport_in) rest.sport = PortSet();
+          else by_d.sport = PortSet();
+        } else {
+          by_d.dport = k.dport.intersect(c.ports);
+          rest.dport = k.dport.subtract(c.ports);
+        }
+        PacketClass by_s = rest, none = rest;
+        by_s.sport = rest.sport.intersect(c.ports);
+        none.sport = rest.sport.subtract(c.ports);
+        auto& yes = c.neg ? out : in;
+        auto& no = c.neg ? in : out;
+        if (!by_d.empty(u)) yes.push_back(std::move(by_d));
+        if (!by_s.empty(u)) yes.push_back(std::move(by_s));
+        if (!none.empty(u)) no.push_back(std::move(none));
+        return;
+      }
+      case Cond::Ct: {
+        PacketClass y = k, n = k;
+        y.ct.bits = 0;
+        n.ct.bits = 0;
+        uint32_t extra = (e.ct_dnat ? uint32_t(ir::kCtDnat) : 0u) | (e.ct_snat ? uint32_t(ir::kCtSnat) : 0u);
+        for (unsigned i = 0; i < kCtCombos; ++i) {
+          if (!k.ct.has(i)) continue;
+          uint32_t bits = ct_combo_bits(i) | extra;
+          if (c.state_module) bits &= ~(ir::kCtSnat | ir::kCtDnat);
+          ((bits & c.value) ? y.ct : n.ct).bits |= uint64_t(1) << i;
+        }
+        two(std::move(y), std::move(n));
+        return;
+      }
+      case Cond::Mark: {
+        // Current mark bit b: e.mv's bit if b is in e.mc, else the arriving bit xor e.mf.
+        uint32_t m = c.mask;
+        if (((e.mv ^ c.value) & m & e.mc) != 0) return decide(false);  // a fixed bit differs
+        uint32_t free = m & ~e.mc;
+        if (free == 0) return decide(true);
+        PacketClass need = PacketClass::everything(u);
+        need.mark_known = free;
+        need.mark_value = (c.value ^ e.mf) & free;
+        PacketClass y = k.intersect(need);
+        std::vector<PacketClass> ns = k.subtract(need, u);
+        auto& yes = c.neg ? out : in;
+        auto& no = c.neg ? in : out;
+        if (!y.empty(u)) yes.push_back(std::move(y));
+        for (auto& n : ns) no.push_back(std::move(n));
+        return;
+      }
+      case Cond::Client: {
+        PacketClass y = k, n = k;
+        y.client = k.client.with_only(c.client);
+        n.client = k.client.without(c.client);
+        two(std::move(y), std::move(n));
+        return;
+      }
+    }
+  }
+
+  std::vector<Part> unknown_parts;  // side channel of split() for three-valued address types
+
+  enum class Flow : uint8_t { Continue, StageDone, Finished };
+
+  Flow frame_done(Exec& e) {
+    e.stack.pop_back();
+    if (!e.stack.empty()) return Flow::Continue;
+    if (e.builtin->policy == "DROP") {
+      finish(e, Verdict::Drop);
+      return Flow::Finished;
+    }
+    return Flow::StageDone;
+  }
+
+  Flow apply_target(Exec& e, const SymRule& r) {
+    const Stage& s = e.plan[e.stage];
+    const ir::Target& tg = r.target;
+    auto unknown = [&](std::string why) {
+      finish(e, Verdict::Unknown, std::move(why));
+      return Flow::Finished;
+    };
+    switch (tg.kind) {
+      case TargetKind::None:
+        return Flow::Continue;
+      case TargetKind::Jump:
+      case TargetKind::Goto: {
+        const Chain* c = st.table(s.table).find(tg.chain);
+        if (!c) return unknown("jump to missing chain " + tg.chain);
+        if (e.stack.size() >= 128) return unknown("chain depth beyond 128");
+        Frame f = enter(c, e);
+        if (tg.kind == TargetKind::Goto)
+          e.stack.back() = f;
+        else
+          e.stack.push_back(f);
+        return Flow::Continue;
+      }
+      case TargetKind::Accept:
+        return Flow::StageDone;
+      case TargetKind::Drop:
+        finish(e, Verdict::Drop);
+        return Flow::Finished;
+      case TargetKind::Reject:
+        if (s.hook != Hook::Input && s.hook != Hook::Forward && s.hook != Hook::Output)
+          return unknown("REJECT outside INPUT/FORWARD/OUTPUT (the kernel refuses it)");
+        finish(e, Verdict::Reject);
+        return Flow::Finished;
+      case TargetKind::Return:
+        return frame_done(e);
+      case TargetKind::DNAT: {
+        if (s.table != TableId::Nat || (s.hook != Hook::Prerouting && s.hook != Hook::Output))
+          return unknown("DNAT outside nat PREROUTING/OUTPUT (the kernel refuses it)");
+        if (tg.to_port_lo != tg.to_port_hi) return unknown("DNAT to a port range: the port is chosen at run time");
+        if (tg.to_addr && tg.to_addr->family != u.family) return unknown("DNAT to an address of the other family");
+        if (!e.dst_set && !tg.to_port_lo && !e.k.dport.is_point())
+          return unknown("DNAT without a port on a class of destination ports (not modelled)");
+        if (!e.dst_set && !tg.to_addr && !e.k.dst.is_point())
+          return unknown("DNAT without an address on a class of destinations (not modelled)");
+        u128 old_dst = e.dst_set ? e.dst : e.k.dst.first();
+        uint16_t old_port = e.dst_set ? e.dport : static_cast<uint16_t>(e.k.dport.first());
+        bool dst_point = e.dst_set || e.k.dst.is_point();
+        bool port_point = e.dst_set || e.k.dport.is_point();
+        u128 nd = tg.to_addr ? addr_value(*tg.to_addr) : old_dst;
+        uint16_t np = tg.to_port_lo ? tg.to_port_lo : old_port;
+        // The conntrack DNAT bit is set when the tuple changes. Destination atoms are
+        // cut at every DNAT address, so "same address" is decided for the whole class
+        // unless the class's ports straddle the target port.
+        bool same_addr = dst_point && nd == old_dst;
+        if (same_addr && !port_point && e.k.dport.contains(np))
+          return unknown("DNAT to the class's own address and one of its ports (not modelled)");
+        if (!(same_addr && port_point && np == old_port)) e.ct_dnat = true;
+        e.dst_set = true;
+        e.dst = nd;
+        e.dport = np;
+        e.dnat = true;
+        return Flow::StageDone;
+      }
+      case TargetKind::SNAT:
+        if (s.table != TableId::Nat || (s.hook != Hook::Postrouting && s.hook != Hook::Input))
+          return unknown("SNAT outside nat POSTROUTING/INPUT (the kernel refuses it)");
+        if (tg.to_addr) {
+          IPAddr a = *tg.to_addr;
+          e.snat = tg.to_port_lo ? trace::host_port(a, tg.to_port_lo) : a.str();
+        }
+        e.ct_snat = true;
+        return Flow::StageDone;
+      case TargetKind::Masquerade:
+        if (s.table != TableId::Nat || s.hook != Hook::Postrouting)
+          return unknown("MASQUERADE outside nat POSTROUTING (the kernel refuses it)");
+        e.masq = true;
+        e.ct_snat = true;
+        return Flow::StageDone;
+      case TargetKind::Mark: {
+        uint32_t mask = tg.mark_mask, val = tg.mark_value;
+        // (m & ~mask) ^ val on the mark function.
+        uint32_t keep_const = e.mc & ~mask;
+        e.mv = ((e.mv ^ val) & keep_const) | (val & mask);
+        e.mf ^= val & ~mask & ~e.mc;
+        e.mc |= mask;
+        return Flow::Continue;
+      }
+      case TargetKind::Other:
+        if (tg.chain == "LOG" || tg.chain == "NFLOG" || tg.chain == "TRACE") return Flow::Continue;
+        return unknown("target " + tg.chain + " not modelled");
+    }
+    return Flow::Continue;
+  }
+
+  void after_target(Exec&& e, const SymRule& r) {
+    Flow fl = apply_target(e, r);
+    if (fl == Flow::Finished) return;
+    if (fl == Flow::StageDone) {
+      e.stack.clear();
+      ++e.stage;
+    }
+    run(std::move(e));
+  }
+
+  void run(Exec e) {
+    for (;;) {
+      if (e.stack.empty()) {
+        if (e.stage >= e.plan.size()) {
+          finish(e, Verdict::Accept);
+          return;
+        }
+        const Stage& s = e.plan[e.stage];
+        if (s.route) {
+          route(e);
+          ++e.stage;
+          continue;
+        }
+        const TableState& tb = st.table(s.table);
+        if (!tb.present) {
+          ++e.stage;
+          continue;
+        }
+        if (s.table == TableId::Nat) {
+          // The nat table sees NEW packets only: split the class on that.
+          PacketClass other = e.k;
+          other.ct.bits &= ~ct_new_only().bits;
+          e.k.ct.bits &= ct_new_only().bits;
+          if (!other.ct.empty()) {
+            Exec skip = e;
+            skip.k = std::move(other);
+            ++skip.stage;
+            if (e.k.ct.empty()) {
+              e = std::move(skip);
+              continue;
+            }
+            run(std::move(skip));
+          } else if (e.k.ct.empty()) {
+            ++e.stage;
+            continue;
+          }
+        }
+        const Chain* b = tb.find(hook_chain(s.hook));
+        if (!b) {
+          ++e.stage;
+          continue;
+        }
+        e.builtin = b;
+        e.stack.push_back(enter(b, e));
+      }
+      Frame& f = e.stack.back();
+      size_t limit = f.order ? f.order->size() : f.chain->rules.size();
+      if (f.next >= limit) {
+        Flow fl = frame_done(e);
+        if (fl == Flow::Finished) return;
+        if (fl == Flow::StageDone) {
+          e.stack.clear();
+          ++e.stage;
+        }
+        continue;
+      }
+      uint32_t pos = f.order ? (*f.order)[f.next] : f.next;
+      ++f.next;
+      uint32_t id = f.chain->rules[pos];
+      const SymRule& r = rule(e.plan[e.stage].table, f.chain->name, id);
+      if (r.bad) {
+        finish(e, Verdict::Unknown, "rule text does not re-parse: -A " + f.chain->name + st.store->text(id));
+        return;
+      }
+      // Split the class through the rule's tests.
+      std::vector<Part> in{Part{e.k, {}}};
+      std::vector<PacketClass> miss;
+      for (const Cond& c : r.conds) {
+        std::vector<Part> next_in;
+        for (Part& p : in) {
+          std::vector<PacketClass> yes, no;
+          std::string unk;
+          unknown_parts.clear();
+          split(c, e, p.k, yes, no, unk);
+          for (auto& y : yes) next_in.push_back(Part{std::move(y), unk.empty() ? p.unknown : unk});
+          for (auto& up : unknown_parts) next_in.push_back(Part{std::move(up.k), up.unknown});
+          for (auto& n : no) miss.push_back(std::move(n));
+        }
+        in = std::move(next_in);
+        if (in.empty()) break;
+      }
+      // Matching parts: the target (or Unknown); missing parts go on to the next rule.
+      if (in.size() == 1 && miss.empty() && in[0].unknown.empty()) {
+        // The whole class matches: no copy.
+        if (r.random && !r.p.is_one()) {
+          Exec m = e;
+          m.prob = m.prob * r.p;
+          after_target(std::move(m), r);
+          e.prob = e.prob * r.p.complement();
+          if (e.prob.is_zero()) return;
+          continue;
+        }
+        Flow fl = apply_target(e, r);
+        if (fl == Flow::Finished) return;
+        if (fl == Flow::StageDone) {
+          e.stack.clear();
+          ++e.stage;
+        }
+        continue;
+      }
+      for (Part& p : in) {
+        Exec m = e;
+        m.k = std::move(p.k);
+        if (!p.unknown.empty()) {
+          finish(m, Verdict::Unknown, p.unknown + " (-A " + f.chain->name + st.store->text(id) + ")");
+          continue;
+        }
+        if (r.random && !r.p.is_one()) {
+          Exec nm = m;
+          nm.prob = nm.prob * r.p;
+          after_target(std::move(nm), r);
+          m.prob = m.prob * r.p.complement();
+          if (m.prob.is_zero()) continue;
+          run(std::move(m));  // continues after this rule (frame already advanced)
+          continue;
+        }
+        after_target(std::move(m), r);
+      }
+      if (miss.empty()) return;
+      for (size_t i = 1; i < miss.size(); ++i) {
+        Exec o = e;
+        o.k = std::move(miss[i]);
+        run(std::move(o));
+      }
+      e.k = std::move(miss[0]);
+    }
+  }
+
+  std::vector<Leaf> explore(const PacketClass& start, Origin origin) {
+    leaves.clear();
+    Exec e;
+    e.k = start;
+    e.origin = origin;
+    auto add = [&](TableId tb, Hook h) { e.plan.push_back(Stage{false, tb, h, false}); };
+    if (origin == Origin::Node) {
+      e.k.in_iface = SmallSet::all(static_cast<unsigned>(u.ifaces.size()));  // not used: no input interface
+      add(TableId::Raw, Hook::Output);
+      add(TableId::Mangle, Hook::Output);
+      add(TableId::Nat, Hook::Output);
+      add(TableId::Filter, Hook::Output);
+      add(TableId::Security, Hook::Output);
+      add(TableId::Mangle, Hook::Postrouting);
+      add(TableId::Nat, Hook::Postrouting);
+    } else {
+      add(TableId::Raw, Hook::Prerouting);
+      add(TableId::Mangle, Hook::Prerouting);
+      add(TableId::Nat, Hook::Prerouting);
+    }
+    e.plan.push_back(Stage{true});
+    run(std::move(e));
+    return std::move(leaves);
+  }
+};
+
+Engine::Engine(const RulesetState& state, Universe& universe)
+    : impl_(std::make_unique<Impl>(state, universe)), u_(universe) {
+  impl_->ifaces_capped = universe.ifaces.size() >= 63;
+}
+Engine::~Engine() = default;
+
+std::vector<Leaf> Engine::explore(const PacketClass& start, Origin origin) { return impl_->explore(start, origin); }
+
+std::vector<std::string> Engine::lists_for(uint32_t affinity_id) const {
+  auto it = impl_->lists_of.find(affinity_id);
+  return it == impl_->lists_of.end() ? std::vector<std::string>{} : it->second;
+}
+
+uint32_t Engine::client_id(const std::string& list) const {
+  auto it = impl_->list_ids.find(list);
+  return it == impl_->list_ids.end() ? 0 : it->second;
+}
+
+size_t Engine::rules_read() const { return impl_->rules.size(); }
+
+}  // namespace kpc::verifier::symbolic

@@ -1,0 +1,419 @@
+#include "verifier/symbolic/packet_class.h"
+
+#include <cstdio>
+
+#include "compiler/ir/rule.h"
+
+namespace kpc::verifier::symbolic {
+
+namespace {
+constexpr uint32_t kBaseBits[kCtBases] = {ir::kCtInvalid, ir::kCtNew, ir::kCtEstablished, ir::kCtRelated,
+                                          ir::kCtUntracked};
+const char* const kBaseNames[kCtBases] = {"INVALID", "NEW", "ESTABLISHED", "RELATED", "UNTRACKED"};
+}  // namespace
+
+uint32_t ct_combo_bits(unsigned combo) {
+  uint32_t b = kBaseBits[combo / 4];
+  if (combo & 1) b |= ir::kCtSnat;
+  if (combo & 2) b |= ir::kCtDnat;
+  return b;
+}
+
+SmallSet ct_all_initial() {
+  SmallSet s = SmallSet::all(kCtCombos);
+  s.bits &= ~(uint64_t(0xe) << 4);  // NEW (base 1) has no NAT bits yet: combos 5, 6, 7 do not exist
+  return s;
+}
+
+SmallSet ct_new_only() { return SmallSet{uint64_t(0xf) << 4}; }
+
+unsigned ProtoSet::first() const {
+  for (unsigned i = 0; i < 4; ++i)
+    if (w[i]) return i * 64 + static_cast<unsigned>(__builtin_ctzll(w[i]));
+  return 0;
+}
+
+// ------------------------------------------------------------------ ClientSet
+
+bool ClientSet::has(uint32_t id) const {
+  return std::binary_search(ids.begin(), ids.end(), id) != complement;
+}
+bool ClientSet::empty(uint32_t universe) const { return complement ? ids.size() >= universe : ids.empty(); }
+ClientSet ClientSet::with_only(uint32_t id) const { return has(id) ? only(id) : ClientSet{false, {}}; }
+ClientSet ClientSet::without(uint32_t id) const {
+  ClientSet r = *this;
+  auto it = std::lower_bound(r.ids.begin(), r.ids.end(), id);
+  bool present = it != r.ids.end() && *it == id;
+  if (complement && !present) r.ids.insert(it, id);
+  if (!complement && present) r.ids.erase(it);
+  return r;
+}
+ClientSet ClientSet::intersect(const ClientSet& o) const {
+  ClientSet r{false, {}};
+  if (!complement && !o.complement) {
+    std::set_intersection(ids.begin(), ids.end(), o.ids.begin(), o.ids.end(), std::back_inserter(r.ids));
+  } else if (complement && o.complement) {
+    r.complement = true;
+    std::set_union(ids.begin(), ids.end(), o.ids.begin(), o.ids.end(), std::back_inserter(r.ids));
+  } else {
+    const ClientSet& pos = complement ? o : *this;
+    const ClientSet& neg = complement ? *this : o;
+    std::set_difference(pos.ids.begin(), pos.ids.end(), neg.ids.begin(), neg.ids.end(), std::back_inserter(r.ids));
+  }
+  return r;
+}
+ClientSet ClientSet::subtract(const ClientSet& o) const {
+  ClientSet inv = o;
+  inv.complement = !o.complement;
+  return intersect(inv);
+}
+uint32_t ClientSet::first(uint32_t universe) const {
+  if (!complement) return ids.front();
+  for (uint32_t i = 0; i < universe; ++i)
+    if (!std::binary_search(ids.begin(), ids.end(), i)) return i;
+  return 0;
+}
+
+// ------------------------------------------------------------------ addresses
+
+u128 addr_value(const IPAddr& a) {
+  u128 v = 0;
+  size_t n = a.family == IPFamily::V4 ? 4 : 16;
+  for (size_t i = 0; i < n; ++i) v = (v << 8) | a.bytes[i];
+  return v;
+}
+
+IPAddr addr_from_value(u128 v, IPFamily f) {
+  IPAddr a;
+  a.family = f;
+  size_t n = f == IPFamily::V4 ? 4 : 16;
+  for (size_t i = n; i-- > 0;) {
+    a.bytes[i] = static_cast<uint8_t>(v & 0xff);
+    v >>= 8;
+  }
+  return a;
+}
+
+std::pair<u128, u128> cidr_range(const CIDR& c) {
+  size_t bits = c.addr.bit_length();
+  u128 base = addr_value(c.masked().addr);
+  size_t host = bits - c.len;
+  u128 span = host >= 128 ? ~u128(0) : ((u128(1) << host) - 1);
+  return {base, base | span};
+}
+
+size_t Universe::atom_of(u128 a) const {
+  auto it = std::upper_bound(dst_cuts.begin(), dst_cuts.end(), a);
+  return static_cast<size_t>(it - dst_cuts.begin()) - 1;
+}
+
+uint32_t Universe::affinity_id(const std::string& key) {
+  for (size_t i = 0; i < affinity_keys.size(); ++i)
+    if (affinity_keys[i] == key) return static_cast<uint32_t>(i);
+  affinity_keys.push_back(key);
+  return static_cast<uint32_t>(affinity_keys.size() - 1);
+}
+
+// ------------------------------------------------------------------ classes
+
+PacketClass PacketClass::everything(const Universe& u) {
+  PacketClass c;
+  c.src = AddrSet::range(0, u.addr_max);
+  c.dst = AddrSet::range(0, u.addr_max);
+  c.ct = ct_all_initial();
+  c.in_iface = SmallSet::all(static_cast<unsigned>(u.ifaces.size()));
+  c.out_iface = c.in_iface;
+  return c;
+}
+
+bool PacketClass::empty(const Universe& u) const {
+  return src.empty() || dst.empty() || proto.empty() || sport.empty() || dport.empty() || ct.empty() ||
+         in_iface.empty() || out_iface.empty() || client.empty(static_cast<uint32_t>(u.affinity_keys.size()));
+}
+
+PacketClass PacketClass::intersect(const PacketClass& o) const {
+  PacketClass r;
+  r.src = src.intersect(o.src);
+  r.dst = dst.intersect(o.dst);
+  r.proto = proto & o.proto;
+  r.sport = sport.intersect(o.sport);
+  r.dport = dport.intersect(o.dport);
+  r.ct = SmallSet{ct.bits & o.ct.bits};
+  // Mark: known bits must agree where both know them; otherwise the intersection is empty.
+  uint32_t both = mark_known & o.mark_known;
+  if ((mark_value & both) != (o.mark_value & both)) r.ct = SmallSet{};  // empty
+  r.mark_known = mark_known | o.mark_known;
+  r.mark_value = (mark_value & mark_known) | (o.mark_value & o.mark_known);
+  r.in_iface = SmallSet{in_iface.bits & o.in_iface.bits};
+  r.out_iface = SmallSet{out_iface.bits & o.out_iface.bits};
+  r.client = client.intersect(o.client);
+  return r;
+}
+
+std::vector<PacketClass> PacketClass::subtract(const PacketClass& o, const Universe& u) const {
+  std::vector<PacketClass> out;
+  if (!overlaps(o, u)) {
+    out.push_back(*this);
+    return out;
+  }
+  // Peel one field at a time: the part outside o's field, then narrow to inside.
+  PacketClass rest = *this;
+  auto emit = [&](PacketClass&& piece) {
+    if (!piece.empty(u)) out.push_back(std::move(piece));
+  };
+  {
+    PacketClass p = rest;
+    p.src = rest.src.subtract(o.src);
+    emit(std::move(p));
+    rest.src = rest.src.intersect(o.src);
+  }
+  {
+    PacketClass p = rest;
+    p.dst = rest.dst.subtract(o.dst);
+    emit(std::move(p));
+    rest.dst = rest.dst.intersect(o.dst);
+  }
+  {
+    PacketClass p = rest;
+    p.proto = rest.proto.minus(o.proto);
+    emit(std::move(p));
+    rest.proto = rest.proto & o.proto;
+  }
+  {
+    PacketClass p = rest;
+    p.sport = rest.sport.subtract(o.sport);
+    emit(std::move(p));
+    rest.sport = rest.sport.intersect(o.sport);
+  }
+  {
+    PacketClass p = rest;
+    p.dport = rest.dport.subtract(o.dport);
+    emit(std::move(p));
+    rest.dport = rest.dport.intersect(o.dport);
+  }
+  {
+    PacketClass p = rest;
+    p.ct = SmallSet{rest.ct.bits & ~o.ct.bits};
+    emit(std::move(p));
+    rest.ct = SmallSet{rest.ct.bits & o.ct.bits};
+  }
+  // Mark: for each bit o knows and rest does not, the half with the other value is outside.
+  for (unsigned b = 0; b < 32; ++b) {
+    uint32_t bit = 1u << b;
+    if (!(o.mark_known & bit) || (rest.mark_known & bit)) continue;
+    PacketClass p = rest;
+    p.mark_known |= bit;
+    p.mark_value = (p.mark_value & ~bit) | (~o.mark_value & bit);
+    emit(std::move(p));
+    rest.mark_known |= bit;
+    rest.mark_value = (rest.mark_value & ~bit) | (o.mark_value & bit);
+  }
+  {
+    PacketClass p = rest;
+    p.in_iface = SmallSet{rest.in_iface.bits & ~o.in_iface.bits};
+    emit(std::move(p));
+    rest.in_iface = SmallSet{rest.in_iface.bits & o.in_iface.bits};
+  }
+  {
+    PacketClass p = rest;
+    p.out_iface = SmallSet{rest.out_iface.bits & ~o.out_iface.bits};
+    emit(std::move(p));
+    rest.out_iface = SmallSet{rest.out_iface.bits & o.out_iface.bits};
+  }
+  {
+    PacketClass p = rest;
+    p.client = rest.client.subtract(o.client);
+    emit(std::move(p));
+  }
+  return out;
+}
+
+std::string PacketClass::key() const {
+  std::string k;
+  auto put = [&](const void* p, size_t n) { k.append(static_cast<const char*>(p), n); };
+  auto put_set = [&](const auto& s) {
+    uint32_t n = static_cast<uint32_t>(s.intervals().size());
+    put(&n, sizeof n);
+    for (const auto& i : s.intervals()) {
+      put(&i.first, sizeof i.first);
+      put(&i.second, sizeof i.second);
+    }
+  };
+  put_set(src);
+  put_set(dst);
+  put(proto.w, sizeof proto.w);
+  put_set(sport);
+  put_set(dport);
+  put(&ct.bits, sizeof ct.bits);
+  put(&mark_known, 4);
+  uint32_t mv = mark_value & mark_known;
+  put(&mv, 4);
+  put(&in_iface.bits, 8);
+  put(&out_iface.bits, 8);
+  k += client.complement ? 'c' : 'p';
+  for (uint32_t id : client.ids) put(&id, 4);
+  return k;
+}
+
+// ------------------------------------------------------------------ witnesses
+
+namespace {
+
+template <typename T>
+T prefer(const RangeSet<T>& s, std::initializer_list<T> wanted) {
+  for (T w : wanted)
+    if (s.contains(w)) return w;
+  T f = s.first();
+  // Avoid the all-zero value when the set has others (port 0, 0.0.0.0 read oddly).
+  if (f == 0 && !(s.intervals()[0].second == 0 && s.intervals().size() == 1))
+    return s.intervals()[0].second > 0 ? T(1) : s.intervals()[1].first;
+  return f;
+}
+
+}  // namespace
+
+Witness pick_witness(const PacketClass& c, const Universe& u) {
+  Witness w;
+  bool v4 = u.family == IPFamily::V4;
+  // A documentation address reads as "some external client"; 10.x as a pod.
+  u128 ext = v4 ? addr_value(IPAddr::v4(203, 0, 113, 10)) : addr_value(*IPAddr::parse("2001:db8:ffff::10"));
+  w.src = addr_from_value(prefer<u128>(c.src, {ext}), u.family);
+  w.dst = addr_from_value(prefer<u128>(c.dst, {}), u.family);
+  if (c.proto.has(6))
+    w.proto = 6;
+  else if (c.proto.has(17))
+    w.proto = 17;
+  else if (c.proto.has(132))
+    w.proto = 132;
+  else
+    w.proto = static_cast<uint8_t>(c.proto.first());
+  w.sport = static_cast<uint16_t>(prefer<uint32_t>(c.sport, {40000}));
+  w.dport = static_cast<uint16_t>(prefer<uint32_t>(c.dport, {80, 443}));
+  w.ct_combo = c.ct.has(4) ? 4 : c.ct.first();  // NEW
+  w.mark = c.mark_value & c.mark_known;
+  w.in_iface = static_cast<int>(c.in_iface.first());
+  w.out_iface = static_cast<int>(c.out_iface.first());
+  w.client = c.client.first(static_cast<uint32_t>(u.affinity_keys.size()));
+  return w;
+}
+
+// ------------------------------------------------------------------ descriptions
+
+namespace {
+
+std::string interval_text(u128 lo, u128 hi, IPFamily f) {
+  size_t bits = f == IPFamily::V4 ? 32 : 128;
+  // A CIDR if [lo, hi] is aligned.
+  for (size_t len = 0; len <= bits; ++len) {
+    size_t host = bits - len;
+    u128 span = host >= 128 ? ~u128(0) : ((u128(1) << host) - 1);
+    if ((lo & span) == 0 && (lo | span) == hi) {
+      std::string a = addr_from_value(lo, f).str();
+      return len == bits ? a : a + "/" + std::to_string(len);
+    }
+  }
+  return addr_from_value(lo, f).str() + "-" + addr_from_value(hi, f).str();
+}
+
+std::string addr_set_text(const AddrSet& s, const Universe& u) {
+  AddrSet all = AddrSet::range(0, u.addr_max);
+  if (s == all) return "";
+  AddrSet comp = all.subtract(s);
+  const AddrSet& shown = comp.intervals().size() < s.intervals().size() ? comp : s;
+  std::string out = &shown == &comp ? "not " : "";
+  size_t n = 0;
+  for (const auto& i : shown.intervals()) {
+    if (n++) out += ",";
+    if (n > 6) {
+      out += "... (" + std::to_string(shown.intervals().size()) + " ranges)";
+      break;
+    }
+    out += interval_text(i.first, i.second, u.family);
+  }
+  return out;
+}
+
+std::string port_set_text(const PortSet& s) {
+  if (s == PortSet::range(0, 65535)) return "";
+  PortSet comp = PortSet::range(0, 65535).subtract(s);
+  const PortSet& shown = comp.intervals().size() < s.intervals().size() ? comp : s;
+  std::string out = &shown == &comp ? "not " : "";
+  size_t n = 0;
+  for (const auto& i : shown.intervals()) {
+    if (n++) out += ",";
+    out += std::to_string(i.first);
+    if (i.second != i.first) out += ":" + std::to_string(i.second);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string describe(const PacketClass& c, const Universe& u) {
+  std::vector<std::string> parts;
+  if (!c.proto.full()) {
+    ProtoSet all = ProtoSet::all();
+    ProtoSet comp = all.minus(c.proto);
+    bool neg = !comp.empty() && __builtin_popcountll(comp.w[0]) + __builtin_popcountll(comp.w[1]) +
+                                            __builtin_popcountll(comp.w[2]) + __builtin_popcountll(comp.w[3]) <
+                                        __builtin_popcountll(c.proto.w[0]) + __builtin_popcountll(c.proto.w[1]) +
+                                            __builtin_popcountll(c.proto.w[2]) + __builtin_popcountll(c.proto.w[3]);
+    const ProtoSet& shown = neg ? comp : c.proto;
+    std::string p = neg ? "proto not " : "proto ";
+    int n = 0;
+    for (unsigned i = 0; i < 256; ++i)
+      if (shown.has(i)) {
+        if (n++) p += ",";
+        p += i == 6 ? "tcp" : i == 17 ? "udp" : i == 132 ? "sctp" : std::to_string(i);
+      }
+    parts.push_back(p);
+  }
+  if (auto s = addr_set_text(c.src, u); !s.empty()) parts.push_back("src " + s);
+  if (auto s = addr_set_text(c.dst, u); !s.empty()) parts.push_back("dst " + s);
+  if (auto s = port_set_text(c.sport); !s.empty()) parts.push_back("sport " + s);
+  if (auto s = port_set_text(c.dport); !s.empty()) parts.push_back("dport " + s);
+  if (c.ct != ct_all_initial()) {
+    std::string s = "ct ";
+    int n = 0;
+    for (unsigned i = 0; i < kCtCombos; ++i)
+      if (c.ct.has(i)) {
+        if (n++) s += "|";
+        s += kBaseNames[i / 4];
+        if (i & 1) s += "+SNAT";
+        if (i & 2) s += "+DNAT";
+      }
+    parts.push_back(s);
+  }
+  if (c.mark_known) {
+    char b[64];
+    std::snprintf(b, sizeof b, "mark 0x%x/0x%x", c.mark_value & c.mark_known, c.mark_known);
+    parts.push_back(b);
+  }
+  auto ifs = [&](const SmallSet& s, const char* what) {
+    if (s == SmallSet::all(static_cast<unsigned>(u.ifaces.size()))) return;
+    std::string t = std::string(what) + " ";
+    int n = 0;
+    for (unsigned i = 0; i < u.ifaces.size(); ++i)
+      if (s.has(i)) {
+        if (n++) t += ",";
+        t += u.ifaces[i];
+      }
+    parts.push_back(t);
+  };
+  ifs(c.in_iface, "in");
+  ifs(c.out_iface, "out");
+  if (!(c.client == ClientSet::all())) {
+    std::string t = c.client.complement ? "client not " : "client ";
+    int n = 0;
+    for (uint32_t id : c.client.ids) {
+      if (n++) t += ",";
+      t += id < u.affinity_keys.size() ? u.affinity_keys[id] : "?";
+    }
+    parts.push_back(t);
+  }
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out.empty() ? "every packet" : out;
+}
+
+}  // namespace kpc::verifier::symbolic

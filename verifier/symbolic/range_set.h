@@ -1,0 +1,116 @@
+// Sets of integers as sorted, disjoint, inclusive intervals: the per-field
+// domain of a packet class. Addresses use unsigned __int128 (an IPv4 address
+// is its 32-bit value), ports uint32_t. Every operation is exact; the sets
+// kube-proxy's rules produce stay small (a class is split by the few CIDRs and
+// ports the rules on its path test), so a flat vector beats any tree here.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace kpc::verifier::symbolic {
+
+using u128 = unsigned __int128;
+
+template <typename T>
+class RangeSet {
+ public:
+  using Interval = std::pair<T, T>;  ///< [first, second]
+
+  RangeSet() = default;
+  static RangeSet range(T lo, T hi) {
+    RangeSet s;
+    if (lo <= hi) s.iv_.push_back({lo, hi});
+    return s;
+  }
+  static RangeSet point(T v) { return range(v, v); }
+
+  bool empty() const { return iv_.empty(); }
+  const std::vector<Interval>& intervals() const { return iv_; }
+  T first() const { return iv_.front().first; }
+  bool is_point() const { return iv_.size() == 1 && iv_[0].first == iv_[0].second; }
+
+  bool contains(T v) const {
+    auto it = std::upper_bound(iv_.begin(), iv_.end(), v, [](T x, const Interval& i) { return x < i.first; });
+    return it != iv_.begin() && std::prev(it)->second >= v;
+  }
+  /// True if every element of [lo, hi] is in the set.
+  bool covers(T lo, T hi) const {
+    auto it = std::upper_bound(iv_.begin(), iv_.end(), lo, [](T x, const Interval& i) { return x < i.first; });
+    return it != iv_.begin() && std::prev(it)->first <= lo && std::prev(it)->second >= hi;
+  }
+  bool overlaps(T lo, T hi) const {
+    for (const auto& i : iv_)
+      if (i.first <= hi && lo <= i.second) return true;
+    return false;
+  }
+
+  /// this ∩ [lo, hi]
+  RangeSet intersect(T lo, T hi) const {
+    RangeSet r;
+    for (const auto& i : iv_) {
+      T a = std::max(i.first, lo), b = std::min(i.second, hi);
+      if (a <= b) r.iv_.push_back({a, b});
+    }
+    return r;
+  }
+  /// this \ [lo, hi]
+  RangeSet subtract(T lo, T hi) const {
+    RangeSet r;
+    for (const auto& i : iv_) {
+      if (i.second < lo || i.first > hi) {
+        r.iv_.push_back(i);
+        continue;
+      }
+      if (i.first < lo) r.iv_.push_back({i.first, lo - 1});
+      if (i.second > hi) r.iv_.push_back({hi + 1, i.second});
+    }
+    return r;
+  }
+  RangeSet intersect(const RangeSet& o) const {
+    RangeSet r;
+    size_t a = 0, b = 0;
+    while (a < iv_.size() && b < o.iv_.size()) {
+      T lo = std::max(iv_[a].first, o.iv_[b].first), hi = std::min(iv_[a].second, o.iv_[b].second);
+      if (lo <= hi) r.iv_.push_back({lo, hi});
+      if (iv_[a].second < o.iv_[b].second)
+        ++a;
+      else
+        ++b;
+    }
+    return r;
+  }
+  RangeSet subtract(const RangeSet& o) const {
+    RangeSet r = *this;
+    for (const auto& i : o.iv_) r = r.subtract(i.first, i.second);
+    return r;
+  }
+  /// Splits into (this ∩ other, this \ other).
+  std::pair<RangeSet, RangeSet> split(const RangeSet& other) const { return {intersect(other), subtract(other)}; }
+
+  friend bool operator==(const RangeSet&, const RangeSet&) = default;
+  friend bool operator<(const RangeSet& a, const RangeSet& b) { return a.iv_ < b.iv_; }
+
+ private:
+  std::vector<Interval> iv_;
+};
+
+using AddrSet = RangeSet<u128>;
+using PortSet = RangeSet<uint32_t>;
+
+/// Sets over a small finite universe (< 64 values): protocols are mapped onto
+/// their own 256-value bitset; conntrack combinations, interface atoms and the
+/// like use this.
+struct SmallSet {
+  uint64_t bits = 0;
+  static SmallSet all(unsigned n) { return SmallSet{n >= 64 ? ~uint64_t(0) : ((uint64_t(1) << n) - 1)}; }
+  static SmallSet of(unsigned v) { return SmallSet{uint64_t(1) << v}; }
+  bool empty() const { return bits == 0; }
+  bool has(unsigned v) const { return (bits >> v) & 1; }
+  unsigned first() const { return static_cast<unsigned>(__builtin_ctzll(bits)); }
+  friend bool operator==(const SmallSet&, const SmallSet&) = default;
+};
+
+}  // namespace kpc::verifier::symbolic
