@@ -163,6 +163,25 @@ const Case kCases[] = {
     {"nft_delete_builtin_no_fetch", "*filter\n:Z - [0:0]\n-A FORWARD -j ACCEPT\nCOMMIT\n", "*filter\n-I Z 1 -j ACCEPT\n-X FORWARD\nCOMMIT\n",
      true, {false, 3, ErrorClass::NoSuchChain, 1}, {false, 3, ErrorClass::ChainBusy, 4}},
     {"commit_without_newline", "", "*filter\n:A - [0:0]\nCOMMIT", true, {false, 3, S, 2}, {true}},
+    // Finding V1: a match extension that does not exist stops both tools at its line.
+    {"v1_nonexistent_match", "", "*filter\n:A - [0:0]\n-A A -m \"no such match\" -j ACCEPT\nCOMMIT\n", true,
+     {false, 3, S, 2}, {false, 3, S, 2}},
+    {"v1_match_of_other_family", "", "*filter\n-A INPUT -m icmp6 --icmpv6-type 1 -j ACCEPT\nCOMMIT\n", true,
+     {false, 2, S, 2}, {false, 2, S, 2}},
+    // Finding V2: iptables-nft-restore refuses a declared chain named like a standard verdict
+    // (legacy: "error creating chain ... File exists") or starting with '-' or '!' (legacy creates it).
+    {"v2_chain_named_accept", "", "*filter\n:ACCEPT - [0:0]\nCOMMIT\n", true, {false, 2, ErrorClass::ChainExists, 2},
+     {false, 2, S, 2}},
+    {"v2_chain_named_queue_flush", "", "*raw\n:QUEUE - [0:0]\nCOMMIT\n", false, {false, 2, ErrorClass::ChainExists, 2},
+     {false, 2, S, 2}},
+    {"v2_chain_named_dash", "", "*filter\n:-x - [0:0]\n:!y - [0:0]\nCOMMIT\n", true, {true}, {false, 2, S, 2}},
+    {"v2_other_target_names_are_chains", "", "*filter\n:LOG - [0:0]\n:standard - [0:0]\n:NAT - [0:0]\nCOMMIT\n", true,
+     {true}, {true}},
+    // nft reads the whole block first: the declaration wins over an earlier command error.
+    {"v2_wins_over_earlier_command_error", "", "*filter\n-A INPUT -j NOPE\n:RETURN - [0:0]\n-A INPUT -j ACCEPT\nCOMMIT\n",
+     true, {false, 2, ErrorClass::JumpToMissingChain, 2}, {false, 3, S, 2}},
+    {"v2_earlier_table_committed", "", "*filter\n:X - [0:0]\nCOMMIT\n*nat\n:DROP - [0:0]\nCOMMIT\n", true,
+     {false, 5, ErrorClass::ChainExists, 2}, {false, 5, S, 2}},
 };
 
 TEST(VerifierState, RealToolOutcomes) {
@@ -261,6 +280,36 @@ TEST(VerifierState, MessagesAsTheRealTool) {
   EXPECT_EQ(o.result.error->message,
             "ip6tables-restore v1.8.9 (legacy): ip6tables-restore: line 2 policy invalid\nError occurred at line: 2\n"
             "Try `ip6tables-restore -h' or 'ip6tables-restore --help' for more information.\n");
+}
+
+TEST(VerifierState, DeclaredChainNamesAsTheRealTool) {
+  // Recorded from iptables-nft-restore / ip6tables-nft-restore 1.8.9 (finding V2).
+  auto o = run("", "*filter\n:ACCEPT - [0:0]\nCOMMIT\n", true, Flavor::Nft);
+  ASSERT_TRUE(o.result.error);
+  EXPECT_EQ(o.result.error->message,
+            "iptables-nft-restore v1.8.9 (nf_tables): chain name may not clash with target name\nError occurred at line: 2\n"
+            "Try `iptables-nft-restore -h' or 'iptables-nft-restore --help' for more information.\n");
+  EXPECT_EQ(o.save, "");
+  o = run("", "*filter\n:-x - [0:0]\nCOMMIT\n", true, Flavor::Nft, IPFamily::V6);
+  ASSERT_TRUE(o.result.error);
+  EXPECT_EQ(o.result.error->message,
+            "ip6tables-nft-restore v1.8.9 (nf_tables): chain name not allowed to start with `-'\nError occurred at line: 2\n"
+            "Try `ip6tables-nft-restore -h' or 'ip6tables-nft-restore --help' for more information.\n");
+  o = run("", "*filter\n:ACCEPT - [0:0]\nCOMMIT\n", true, Flavor::Legacy);
+  ASSERT_TRUE(o.result.error);
+  EXPECT_EQ(o.result.error->message,
+            "iptables-restore v1.8.9 (legacy): error creating chain 'ACCEPT':File exists\nError occurred at line: 2\n"
+            "Try `iptables-restore -h' or 'iptables-restore --help' for more information.\n");
+  // Legacy creates "-x"; its dump then loads back in the legacy flavour only.
+  o = run("", "*filter\n:-x - [0:0]\nCOMMIT\n", true, Flavor::Legacy);
+  ASSERT_TRUE(o.result.ok());
+  EXPECT_NE(o.save.find("\n:-x - [0:0]\n"), std::string::npos);
+  // Finding V1, message as iptables-restore prints it (blank line included).
+  o = run("", "*filter\n-A INPUT -m nosuch\nCOMMIT\n", true, Flavor::Legacy);
+  ASSERT_TRUE(o.result.error);
+  EXPECT_EQ(o.result.error->message,
+            "iptables-restore v1.8.9 (legacy): Couldn't load match `nosuch':No such file or directory\n\n"
+            "Error occurred at line: 2\nTry `iptables-restore -h' or 'iptables-restore --help' for more information.\n");
 }
 
 TEST(VerifierState, NftValidatesEveryRuleAfterALoopFailure) {

@@ -241,7 +241,12 @@ ParseResult parse_restore(std::string_view text, const ParseOptions& options) {
 void report_parse_error(const ParseResult& result, uint32_t file, DiagSink& diags) {
   if (!result.error) return;
   const ParseError& e = *result.error;
-  std::string msg = e.message;
+  // The real tool's format strings often end (or start) with a newline, which its
+  // stderr shows as a blank line; a diagnostic is one line.
+  std::string_view text = e.message;
+  while (!text.empty() && text.front() == '\n') text.remove_prefix(1);
+  while (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  std::string msg(text);
   if (e.kind == ParseErrorKind::UnknownTable) msg = "unknown table '" + e.message + "'";
   if (e.kind == ParseErrorKind::Unsupported) msg = "not modelled by kpc: " + msg;
   diags.report(DiagCode::RestoreSyntax, Pos{file, e.line, e.col ? e.col : 1}, "", "", printable(msg));

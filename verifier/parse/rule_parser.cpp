@@ -184,12 +184,44 @@ const std::vector<TOptDef>* target_opts(TargetKind k) {
   }
 }
 
-// Target extensions shipped with iptables 1.8 (libxt_*, libipt_*, libip6t_*).
-constexpr const char* kTargetExtensions[] = {
-    "ACCEPT", "DROP", "RETURN", "QUEUE", "REJECT", "DNAT", "SNAT", "MASQUERADE", "MARK", "AUDIT", "CHECKSUM",
-    "CLASSIFY", "CLUSTERIP", "CONNMARK", "CONNSECMARK", "CT", "DNPT", "DSCP", "ECN", "HL", "HMARK", "IDLETIMER",
-    "LED", "LOG", "NETMAP", "NFLOG", "NFQUEUE", "NOTRACK", "RATEEST", "REDIRECT", "SECMARK", "SET", "SNPT",
-    "SYNPROXY", "TCPMSS", "TCPOPTSTRIP", "TEE", "TOS", "TPROXY", "TRACE", "TTL", "ULOG", "standard"};
+// Extensions of iptables 1.8.9 ------------------------------------------------
+//
+// iptables loads `-m NAME` and `-j NAME` from /usr/lib/x86_64-linux-gnu/xtables:
+// libxt_NAME.so (both families), then libipt_NAME.so (iptables) or libip6t_NAME.so
+// (ip6tables); a name no file registers is refused ("Couldn't load match `NAME'"), and
+// a -j name that is no target extension is a chain name. The lists below are the names
+// those files register, from the file list of Debian 12's iptables package
+// (`dpkg -L iptables | grep xtables/`, iptables 1.8.9-2; libebt_*/libarpt_* are
+// ebtables'/arptables' and never loaded by iptables), each checked with the real tools
+// in a network namespace (`-m NAME` loads or not, `-N NAME` clashes with a target or
+// not; legacy and nft, IPv4 and IPv6) and re-checked by tests/kernel/verifier_extensions_test.cpp.
+// Notes: libxt_state.so -> libxt_conntrack.so, libxt_{SNAT,DNAT,MASQUERADE,REDIRECT}.so ->
+// libxt_NAT.so (which registers no "NAT"), libxt_NOTRACK.so -> libxt_CT.so; libxt_osf
+// registers an IPv4 match only; ACCEPT, DROP, QUEUE and RETURN are the "standard" target.
+// Whether the running kernel has the module behind an extension (CLUSTERIP, ULOG and LED
+// print "missing kernel module?" on 6.x kernels) is the kernel's business, not modelled.
+constexpr const char* kMatchesBoth[] = {
+    "addrtype", "ah", "bpf", "cgroup", "cluster", "comment", "connbytes", "connlabel", "connlimit", "connmark",
+    "conntrack", "cpu", "dccp", "devgroup", "dscp", "ecn", "esp", "hashlimit", "helper", "ipcomp", "iprange",
+    "ipvs", "length", "limit", "mac", "mark", "multiport", "nfacct", "owner", "physdev", "pkttype", "policy",
+    "quota", "rateest", "recent", "rpfilter", "sctp", "set", "socket", "state", "statistic", "string", "tcp",
+    "tcpmss", "time", "tos", "u32", "udp"};
+constexpr const char* kMatches4[] = {"icmp", "osf", "realm", "ttl"};
+constexpr const char* kMatches6[] = {"dst", "eui64", "frag", "hbh", "hl", "icmp6", "ipv6header", "mh", "rt", "srh"};
+constexpr const char* kTargetsBoth[] = {
+    "ACCEPT", "DROP", "QUEUE", "RETURN", "standard", "AUDIT", "CHECKSUM", "CLASSIFY", "CONNMARK", "CONNSECMARK",
+    "CT", "DNAT", "DSCP", "HMARK", "IDLETIMER", "LED", "LOG", "MARK", "MASQUERADE", "NETMAP", "NFLOG", "NFQUEUE",
+    "NOTRACK", "RATEEST", "REDIRECT", "REJECT", "SECMARK", "SET", "SNAT", "SYNPROXY", "TCPMSS", "TCPOPTSTRIP",
+    "TEE", "TOS", "TPROXY", "TRACE"};
+constexpr const char* kTargets4[] = {"CLUSTERIP", "ECN", "TTL", "ULOG"};
+constexpr const char* kTargets6[] = {"DNPT", "HL", "SNPT"};
+
+template <size_t N>
+bool listed(const char* const (&names)[N], std::string_view name) {
+  for (const char* n : names)
+    if (name == n) return true;
+  return false;
+}
 
 // Protocols -------------------------------------------------------------------
 
@@ -424,7 +456,7 @@ bool LineParser::set_target(std::string name, bool is_goto, size_t i) {
   else if (name == "SNAT") t.kind = TargetKind::SNAT;
   else if (name == "MASQUERADE") t.kind = TargetKind::Masquerade;
   else if (name == "MARK") t.kind = TargetKind::Mark;
-  else if (is_target_extension(name)) {
+  else if (is_target_extension(name, opt_.family)) {
     t.kind = TargetKind::Other;
     ++unknown_;
   } else {
@@ -922,7 +954,7 @@ bool LineParser::finish() {
     if (n.size() > kMaxChainName) return fail("chain name `" + n + "' too long (must be under 29 chars)", 0);
     if (!n.empty() && (n[0] == '-' || n[0] == '!'))
       return fail(std::string("chain name not allowed to start with `") + n[0] + "'", 0);
-    if (is_target_extension(n)) return fail("chain name may not clash with target name", 0);
+    if (is_target_extension(n, opt_.family)) return fail("chain name may not clash with target name", 0);
     for (char c : n)
       if (std::isspace(static_cast<unsigned char>(c))) return fail("Invalid chain name `" + n + "'", 0);
     return true;
@@ -1136,8 +1168,16 @@ LineParse LineParser::run() {
           break;
         }
         if (!value(&v)) break;
-        if (v.empty() || v.size() > kMaxChainName) {
-          fail("Couldn't load match `" + v + "':No such file or directory", i);
+        // xtables_find_match: the name's length first, then the extension must exist
+        // (finding V1: any name used to be accepted and kept as an unmodelled module).
+        if (v.size() > kMaxChainName) {
+          fail("Invalid match name \"" + v + "\" (" + std::to_string(kMaxChainName) + " chars max)", i);
+          break;
+        }
+        // libxtables' one alias: "icmpv6" and "ipv6-icmp" load icmp6 (also in its messages).
+        if (v == "icmpv6" || v == "ipv6-icmp") v = "icmp6";
+        if (!is_match_extension(v, opt_.family)) {
+          fail("Couldn't load match `" + v + "':No such file or directory\n", i);
           break;
         }
         Arg a;
@@ -1178,10 +1218,16 @@ LineParse LineParser::run() {
 
 }  // namespace
 
+bool is_target_extension(std::string_view name, IPFamily family) {
+  return listed(kTargetsBoth, name) || (family == IPFamily::V4 ? listed(kTargets4, name) : listed(kTargets6, name));
+}
+
 bool is_target_extension(std::string_view name) {
-  for (const char* t : kTargetExtensions)
-    if (name == t) return true;
-  return false;
+  return is_target_extension(name, IPFamily::V4) || is_target_extension(name, IPFamily::V6);
+}
+
+bool is_match_extension(std::string_view name, IPFamily family) {
+  return listed(kMatchesBoth, name) || (family == IPFamily::V4 ? listed(kMatches4, name) : listed(kMatches6, name));
 }
 
 LineParse parse_command(const std::vector<Word>& words, const ParseOptions& options, uint32_t line) {

@@ -736,7 +736,27 @@ void Applier::table_start(ir::TableId id, bool fetch_rules) {
   begin(id);
 }
 
+// nft: iptables-nft-restore checks the name of a declared user chain while reading
+// (finding V2, docs/reliability.md): the standard verdicts and names starting with '-'
+// or '!' stop it at that line like a syntax error (exit 2). iptables-legacy-restore
+// creates such chains, except the four verdicts ("error creating chain", in exec()).
+// Other target names (LOG, DNAT, ...) are accepted by both.
+std::string nft_declared_name_error(const std::string& name) {
+  if (!name.empty() && (name[0] == '-' || name[0] == '!'))
+    return std::string("chain name not allowed to start with `") + name[0] + "'";
+  if (name == "ACCEPT" || name == "DROP" || name == "QUEUE" || name == "RETURN")
+    return "chain name may not clash with target name";
+  return "";
+}
+
 void Applier::op(const Op& o) {
+  if (!legacy() && o.kind == OpKind::DeclareChain && !ir::is_builtin_chain(t_.id, o.chain)) {
+    // A read-time error: it wins over command errors earlier in the block, as parse errors do.
+    if (std::string why = nft_declared_name_error(o.chain); !why.empty()) {
+      parse_error(ParseError{ParseErrorKind::Parameter, o.line, 2, std::move(why)});
+      return;
+    }
+  }
   if (err_) return;  // legacy stops; nft keeps reading the block for a parse error
   ++sent_ops_;
   exec(o);
