@@ -1,57 +1,132 @@
 // Restore form: the text kube-proxy writes. Every byte here is specified by
 // kube-proxy's proxier.go and its unit tests (docs/compatibility.md).
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "compiler/ir/printer.h"
 
 namespace kpc::ir {
 namespace {
 
-void word(std::string& out, std::string_view w) {
+// One rule line being appended to a restore text. Printing a 10k-service program is
+// ~8 million short pieces; std::string::append costs two out-of-line calls per piece
+// (and strlen for literals), so the line is written through a raw cursor into space
+// reserved at the end of the string (grown when needed), and trimmed when done.
+class Line {
+ public:
+  Line(std::string& out, size_t expected) : out_(out) {
+    size_t start = out.size();
+    out.resize(start + expected);
+    p_ = out.data() + start;
+    end_ = out.data() + out.size();
+  }
+  ~Line() { out_.resize(static_cast<size_t>(p_ - out_.data())); }
+  Line(const Line&) = delete;
+  Line& operator=(const Line&) = delete;
+
+  // Inline, so a literal's length is a constant and its copy needs no call.
+  Line& operator+=(std::string_view s) {
+    room(s.size());
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+    return *this;
+  }
+  Line& operator+=(char c) {
+    room(1);
+    *p_++ = c;
+    return *this;
+  }
+  void number(uint32_t v) {
+    room(10);
+    p_ = std::to_chars(p_, end_, v).ptr;
+  }
+  void address(const IPAddr& a) {
+    room(IPAddr::kMaxText);
+    p_ += a.format(p_);
+  }
+  void cidr(const CIDR& c) {
+    address(c.masked().addr);
+    *this += '/';
+    number(c.len);
+  }
+
+ private:
+  void room(size_t n) {
+    if (static_cast<size_t>(end_ - p_) >= n) return;
+    size_t at = static_cast<size_t>(p_ - out_.data());
+    out_.resize(out_.size() + std::max<size_t>(n, 256));
+    p_ = out_.data() + at;
+    end_ = out_.data() + out_.size();
+  }
+
+  std::string& out_;
+  char* p_;
+  char* end_;
+};
+
+void word(Line& out, std::string_view w) {
   out += ' ';
   out += w;
 }
 
-void neg(std::string& out, bool n) {
+void neg(Line& out, bool n) {
   if (n) out += " !";
 }
 
-void hex08(std::string& out, uint32_t v) {
+void hex08(Line& out, uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, " 0x%08x", v);
   out += buf;
 }
 
 // "%.10f" of p. kube-proxy's probabilities are 1/n for small n, so the same few values
-// repeat over thousands of rules: format each distinct value once.
-const std::string& probability_text(double p) {
-  thread_local std::unordered_map<double, std::string> cache;
-  auto it = cache.find(p);
-  if (it != cache.end()) return it->second;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10f", p);
-  if (cache.size() > 4096) cache.clear();  // bounded: arbitrary parsed programs may vary widely
-  return cache.emplace(p, buf).first->second;
+// repeat over thousands of rules: a small direct-mapped cache (slot chosen by the value's
+// bits) formats each once. Texts too long for a slot (huge values in parsed programs)
+// are formatted every time.
+std::string_view probability_text(double p) {
+  struct Slot {
+    double p = -1;
+    char text[24];
+    uint8_t size = 0;
+  };
+  thread_local std::array<Slot, 256> cache;
+  thread_local std::string long_text;
+  Slot& slot = cache[(std::bit_cast<uint64_t>(p) * 0x9E3779B97F4A7C15ull) >> 56];
+  if (slot.p == p) return {slot.text, slot.size};
+  int n = std::snprintf(nullptr, 0, "%.10f", p);
+  if (n < 0 || static_cast<size_t>(n) >= sizeof slot.text) {
+    long_text.resize(static_cast<size_t>(std::max(n, 0)) + 1);
+    std::snprintf(long_text.data(), long_text.size(), "%.10f", p);
+    long_text.pop_back();  // the NUL
+    return long_text;
+  }
+  std::snprintf(slot.text, sizeof slot.text, "%.10f", p);
+  slot.p = p;
+  slot.size = static_cast<uint8_t>(n);
+  return {slot.text, slot.size};
 }
 
-void address(std::string& out, const Arg& a) {
+void address(Line& out, const Arg& a) {
   out += ' ';
-  if (a.bare && a.cidr.is_host()) out += a.cidr.addr.str();
-  else out += a.cidr.str();
+  if (a.bare && a.cidr.is_host()) out.address(a.cidr.addr);
+  else out.cidr(a.cidr);
 }
 
-void ports(std::string& out, const Arg& a) {
+void ports(Line& out, const Arg& a) {
   out += ' ';
-  out += std::to_string(a.value);
+  out.number(a.value);
   if (a.value2 != a.value) {
     out += ':';
-    out += std::to_string(a.value2);
+    out.number(a.value2);
   }
 }
 
-void comment(std::string& out, const std::string& text) {
+void comment(Line& out, const std::string& text) {
   // A comment that is not safe would let an object inject rule text: refuse loudly.
   if (!is_safe_comment(text)) throw std::logic_error("unsafe comment text reached the printer");
   out += " --comment ";
@@ -64,7 +139,7 @@ void comment(std::string& out, const std::string& text) {
   }
 }
 
-void arg(std::string& out, const Arg& a) {
+void arg(Line& out, const Arg& a) {
   switch (a.kind) {
     case ArgKind::Proto: neg(out, a.neg); out += " -p"; word(out, a.text); break;
     case ArgKind::Src: neg(out, a.neg); out += " -s"; address(out, a); break;
@@ -96,15 +171,15 @@ void arg(std::string& out, const Arg& a) {
       out += " --probability ";
       out += probability_text(a.real);
       break;
-    case ArgKind::StatEvery: out += " --every "; out += std::to_string(a.value); break;
-    case ArgKind::StatPacket: out += " --packet "; out += std::to_string(a.value); break;
+    case ArgKind::StatEvery: out += " --every "; out.number(a.value); break;
+    case ArgKind::StatPacket: out += " --packet "; out.number(a.value); break;
     case ArgKind::RecentCmd: neg(out, a.neg); out += " --"; out += a.text; break;
-    case ArgKind::RecentSeconds: out += " --seconds "; out += std::to_string(a.value); break;
+    case ArgKind::RecentSeconds: out += " --seconds "; out.number(a.value); break;
     case ArgKind::RecentReap: out += " --reap"; break;
-    case ArgKind::RecentHitcount: out += " --hitcount "; out += std::to_string(a.value); break;
+    case ArgKind::RecentHitcount: out += " --hitcount "; out.number(a.value); break;
     case ArgKind::RecentRttl: out += " --rttl"; break;
     case ArgKind::RecentName: out += " --name"; word(out, a.text); break;
-    case ArgKind::RecentMask: out += " --mask"; word(out, a.cidr.addr.str()); break;
+    case ArgKind::RecentMask: out += " --mask "; out.address(a.cidr.addr); break;
     case ArgKind::RecentSide: out += " --"; out += a.text; break;
     case ArgKind::NfacctName: out += " --nfacct-name"; word(out, a.text); break;
     case ArgKind::MatchSet: neg(out, a.neg); out += " --match-set"; word(out, a.text); word(out, a.text2); break;
@@ -113,31 +188,31 @@ void arg(std::string& out, const Arg& a) {
   }
 }
 
-void nat_to(std::string& out, const Target& t) {
+void nat_to(Line& out, const Target& t) {
   out += ' ';
   bool v6 = t.to_addr && t.to_addr->family == IPFamily::V6;
   if (t.to_addr) {
     if (v6 && t.to_port_lo) out += '[';
-    out += t.to_addr->str();
+    out.address(*t.to_addr);
     if (v6 && t.to_port_lo) out += ']';
   }
   if (t.to_port_lo) {
     out += ':';
-    out += std::to_string(t.to_port_lo);
+    out.number(t.to_port_lo);
     if (t.to_port_hi != t.to_port_lo) {
       out += '-';
-      out += std::to_string(t.to_port_hi);
+      out.number(t.to_port_hi);
     }
   }
 }
 
-void nat_flags(std::string& out, const Target& t) {
+void nat_flags(Line& out, const Target& t) {
   if (t.random) out += " --random";
   if (t.random_fully) out += " --random-fully";
   if (t.persistent) out += " --persistent";
 }
 
-void target(std::string& out, const Target& t) {
+void target(Line& out, const Target& t) {
   switch (t.kind) {
     case TargetKind::None: return;
     case TargetKind::Jump: out += " -j "; out += t.chain; return;
@@ -188,11 +263,15 @@ bool is_safe_comment(std::string_view s) {
   return true;
 }
 
-void print_rule_restore(std::string& out, const std::string& chain, const Rule& rule) {
-  out += "-A ";
-  out += chain;
-  for (const auto& a : rule.args) arg(out, a);
-  target(out, rule.target);
+void print_rule_restore(std::string& out, std::string_view chain, const Rule& rule) {
+  // A generous guess of the line's length (Line grows if it is short).
+  size_t expected = 48 + chain.size() + rule.target.chain.size();
+  for (const auto& a : rule.args) expected += 20 + a.text.size() + a.text2.size();
+  Line line(out, expected);
+  line += "-A ";
+  line += chain;
+  for (const auto& a : rule.args) arg(line, a);
+  target(line, rule.target);
 }
 
 void print_program(std::string& out, const Program& program) {

@@ -14,7 +14,7 @@
 namespace kpc::ir {
 
 /// Appends "-A CHAIN <args> <target>" (no newline) in restore form.
-void print_rule_restore(std::string& out, const std::string& chain, const Rule& rule);
+void print_rule_restore(std::string& out, std::string_view chain, const Rule& rule);
 /// Appends the whole program in restore form.
 void print_program(std::string& out, const Program& program);
 std::string print_program(const Program& program);

@@ -1,7 +1,7 @@
 #include "compiler/support/net.h"
 
 #include <algorithm>
-#include <cstdio>
+#include <charconv>
 #include <iterator>
 
 namespace kpc {
@@ -142,11 +142,9 @@ bool IPAddr::is_unspecified() const {
   return true;
 }
 
-std::string IPAddr::str() const {
-  char buf[64];
+size_t IPAddr::format(char* out) const {
+  char* p = out;
   if (family == IPFamily::V4) {
-    // Hot in the compiler (every -s/-d/DNAT): no printf.
-    char* p = buf;
     for (int i = 0; i < 4; ++i) {
       unsigned v = bytes[i];
       if (v >= 100) *p++ = static_cast<char>('0' + v / 100);
@@ -154,7 +152,7 @@ std::string IPAddr::str() const {
       *p++ = static_cast<char>('0' + v % 10);
       if (i < 3) *p++ = '.';
     }
-    return std::string(buf, static_cast<size_t>(p - buf));
+    return static_cast<size_t>(p - out);
   }
   uint16_t g[8];
   for (int k = 0; k < 8; ++k) g[k] = static_cast<uint16_t>(bytes[2 * k] << 8 | bytes[2 * k + 1]);
@@ -170,18 +168,36 @@ std::string IPAddr::str() const {
     if (e - k > best_len) best = k, best_len = e - k;
     k = e;
   }
-  std::string out;
+  static const char kHex[] = "0123456789abcdef";
   for (int k = 0; k < 8; ++k) {
     if (k == best) {
-      out += "::";
+      *p++ = ':';
+      *p++ = ':';
       k += best_len - 1;
       continue;
     }
-    if (!out.empty() && out.back() != ':') out += ':';
-    std::snprintf(buf, sizeof buf, "%x", g[k]);
-    out += buf;
+    if (p != out && p[-1] != ':') *p++ = ':';
+    // Lower-case hex without leading zeros ("%x").
+    bool started = false;
+    for (int shift = 12; shift >= 0; shift -= 4) {
+      unsigned nibble = (g[k] >> shift) & 0xF;
+      if (nibble || started || shift == 0) {
+        *p++ = kHex[nibble];
+        started = true;
+      }
+    }
   }
-  return out;
+  return static_cast<size_t>(p - out);
+}
+
+std::string IPAddr::str() const {
+  char buf[kMaxText];
+  return std::string(buf, format(buf));
+}
+
+void IPAddr::append_to(std::string& out) const {
+  char buf[kMaxText];
+  out.append(buf, format(buf));
 }
 
 std::optional<CIDR> CIDR::parse(std::string_view s, bool sloppy, IPAddr::ParseInfo* info, bool allow_bare) {
@@ -238,6 +254,18 @@ std::optional<std::string> special_ip_reason(const IPAddr& ip) {
   return std::nullopt;
 }
 
-std::string CIDR::str() const { return masked().addr.str() + "/" + std::to_string(len); }
+std::string CIDR::str() const {
+  std::string out;
+  append_to(out);
+  return out;
+}
+
+void CIDR::append_to(std::string& out) const {
+  char buf[IPAddr::kMaxText + 4];
+  size_t n = masked().addr.format(buf);
+  buf[n++] = '/';
+  auto r = std::to_chars(buf + n, buf + sizeof buf, static_cast<unsigned>(len));
+  out.append(buf, static_cast<size_t>(r.ptr - buf));
+}
 
 }  // namespace kpc
