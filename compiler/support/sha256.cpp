@@ -1,5 +1,6 @@
 #include "compiler/support/sha256.h"
 
+#include <bit>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -22,6 +23,10 @@ constexpr uint32_t kK[64] = {
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
 inline uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+
+constexpr bool kLittleEndian = std::endian::native == std::endian::little;
+inline uint32_t big_endian(uint32_t v) { return kLittleEndian ? __builtin_bswap32(v) : v; }
+inline uint64_t big_endian(uint64_t v) { return kLittleEndian ? __builtin_bswap64(v) : v; }
 
 void block(uint32_t h[8], const uint8_t* p) {
   uint32_t w[64];
@@ -99,17 +104,22 @@ std::array<uint8_t, 32> sha256_with(std::string_view data, BlockFn fn) {
   size_t n = data.size();
   size_t full = n / 64 * 64;
   for (size_t i = 0; i < full; i += 64) fn(h, p + i);
-  uint8_t tail[128] = {};
+  // Padding: 0x80, zeros, the bit length big-endian. Chain-name inputs fit one block, so
+  // this tail is most of the work besides the compression: whole-word stores, not bytes.
+  uint8_t tail[128];
   size_t rem = n - full;
+  size_t tail_len = rem + 9 <= 64 ? 64 : 128;
   std::memcpy(tail, p + full, rem);
   tail[rem] = 0x80;
-  size_t tail_len = rem + 9 <= 64 ? 64 : 128;
-  uint64_t bits = uint64_t(n) * 8;
-  for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = uint8_t(bits >> (8 * i));
+  std::memset(tail + rem + 1, 0, tail_len - 8 - rem - 1);
+  uint64_t bits = big_endian(uint64_t(n) * 8);
+  std::memcpy(tail + tail_len - 8, &bits, 8);
   for (size_t i = 0; i < tail_len; i += 64) fn(h, tail + i);
   std::array<uint8_t, 32> out;
-  for (int i = 0; i < 8; ++i)
-    for (int k = 0; k < 4; ++k) out[4 * i + k] = uint8_t(h[i] >> (24 - 8 * k));
+  for (int i = 0; i < 8; ++i) {
+    uint32_t be = big_endian(h[i]);
+    std::memcpy(out.data() + 4 * i, &be, 4);
+  }
   return out;
 }
 
