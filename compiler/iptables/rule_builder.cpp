@@ -1,10 +1,11 @@
 #include "compiler/iptables/rule_builder.h"
 
+#include <array>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <cstdio>
 #include <cstdlib>
-#include <unordered_map>
 
 namespace kpc::iptables {
 
@@ -14,16 +15,21 @@ using ir::ArgKind;
 namespace {
 
 // The kernel threshold iptables computes from the printed value (libxt_statistic:
-// lround(2^31 * strtod(text))). Cached: kube-proxy uses the same few values everywhere.
+// lround(2^31 * strtod(text))). kube-proxy uses the same few values (1/n) everywhere, so
+// a small direct-mapped cache (slot chosen by the value's bits) answers nearly every call.
 uint32_t kernel_threshold(double p) {
-  thread_local std::unordered_map<double, uint32_t> cache;
-  auto it = cache.find(p);
-  if (it != cache.end()) return it->second;
+  struct Slot {
+    double p = -1;
+    uint32_t threshold = 0;
+  };
+  thread_local std::array<Slot, 256> cache;
+  Slot& slot = cache[(std::bit_cast<uint64_t>(p) * 0x9E3779B97F4A7C15ull) >> 56];
+  if (slot.p == p) return slot.threshold;
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.10f", p);
-  auto v = static_cast<uint32_t>(std::lround(2147483648.0 * std::strtod(buf, nullptr)));
-  if (cache.size() > 4096) cache.clear();
-  return cache.emplace(p, v).first->second;
+  slot.p = p;
+  slot.threshold = static_cast<uint32_t>(std::lround(2147483648.0 * std::strtod(buf, nullptr)));
+  return slot.threshold;
 }
 
 }  // namespace
@@ -32,6 +38,9 @@ namespace {
 
 struct Scratch {
   ir::Rule rule;
+  // Arguments a finished rule did not need, moved here (strings and all) so that a later,
+  // longer rule reuses their buffers instead of allocating new ones.
+  std::vector<Arg> spare;
   bool in_use = false;
 };
 Scratch& scratch() {
@@ -44,7 +53,7 @@ Scratch& scratch() {
 RuleBuilder::RuleBuilder() : rule_(scratch().rule) {
   if (scratch().in_use) throw std::logic_error("two RuleBuilders alive at once on one thread");
   scratch().in_use = true;
-  rule_.args.clear();  // keeps capacity
+  // rule_.args keeps the previous rule's arguments; add() overwrites them in place.
   ir::Target& t = rule_.target;
   t.kind = ir::TargetKind::None;
   t.chain.clear();
@@ -61,9 +70,26 @@ RuleBuilder::RuleBuilder() : rule_(scratch().rule) {
 RuleBuilder::~RuleBuilder() { scratch().in_use = false; }
 
 Arg& RuleBuilder::add(ArgKind kind, bool negate) {
-  Arg& a = rule_.args.emplace_back();
+  std::vector<Arg>& args = rule_.args;
+  if (used_ == args.size()) {
+    std::vector<Arg>& spare = scratch().spare;
+    if (spare.empty()) {
+      args.emplace_back();
+    } else {
+      args.push_back(std::move(spare.back()));
+      spare.pop_back();
+    }
+  }
+  // Every field back to its default, keeping the strings' capacity.
+  Arg& a = args[used_++];
   a.kind = kind;
   a.neg = negate;
+  a.implicit = a.bare = false;
+  a.text.clear();
+  a.text2.clear();
+  a.cidr = CIDR{};
+  a.value = a.value2 = 0;
+  a.real = 0;
   return a;
 }
 
@@ -72,10 +98,14 @@ RuleBuilder& RuleBuilder::module(const char* name) {
   return *this;
 }
 
-RuleBuilder& RuleBuilder::comment(std::string text) {
-  if (text.empty()) return *this;
+RuleBuilder& RuleBuilder::comment(std::initializer_list<std::string_view> parts) {
+  size_t size = 0;
+  for (std::string_view p : parts) size += p.size();
+  if (size == 0) return *this;
   module("comment");
-  add(ArgKind::Comment).text = std::move(text);
+  std::string& text = add(ArgKind::Comment).text;
+  text.reserve(size);
+  for (std::string_view p : parts) text += p;
   return *this;
 }
 
@@ -139,7 +169,7 @@ RuleBuilder& RuleBuilder::probability(double p) {
   return *this;
 }
 
-RuleBuilder& RuleBuilder::recent_check(const std::string& name, int32_t seconds) {
+RuleBuilder& RuleBuilder::recent_check(std::string_view name, int32_t seconds) {
   module("recent");
   add(ArgKind::RecentName).text = name;
   add(ArgKind::RecentCmd).text = "rcheck";
@@ -148,7 +178,7 @@ RuleBuilder& RuleBuilder::recent_check(const std::string& name, int32_t seconds)
   return *this;
 }
 
-RuleBuilder& RuleBuilder::recent_set(const std::string& name) {
+RuleBuilder& RuleBuilder::recent_set(std::string_view name) {
   module("recent");
   add(ArgKind::RecentName).text = name;
   add(ArgKind::RecentCmd).text = "set";
@@ -161,16 +191,26 @@ RuleBuilder& RuleBuilder::local(const proxy::LocalDetector& d, bool is_local) {
     case K::None: break;
     case K::CIDR: src(d.cidr, !is_local); break;
     case K::Bridge:
-    case K::InterfacePrefix:
-      add(ArgKind::InIface, !is_local).text = d.kind == K::Bridge ? d.iface : d.iface + "+";
+    case K::InterfacePrefix: {
+      std::string& text = add(ArgKind::InIface, !is_local).text;
+      text = d.iface;
+      if (d.kind == K::InterfacePrefix) text += '+';
       break;
+    }
   }
   return *this;
 }
 
-ir::Rule&& RuleBuilder::finish(ir::TargetKind kind, const std::string* chain) {
+ir::Rule&& RuleBuilder::finish(ir::TargetKind kind, std::string_view chain) {
   rule_.target.kind = kind;
-  if (chain) rule_.target.chain = *chain;
+  rule_.target.chain = chain;
+  // Arguments left over from a longer previous rule go back to the spare pool.
+  std::vector<Arg>& args = rule_.args;
+  if (args.size() > used_) {
+    std::vector<Arg>& spare = scratch().spare;
+    for (size_t i = used_; i < args.size(); ++i) spare.push_back(std::move(args[i]));
+    args.erase(args.begin() + static_cast<std::ptrdiff_t>(used_), args.end());
+  }
   return std::move(rule_);
 }
 

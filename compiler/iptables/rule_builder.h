@@ -3,12 +3,16 @@
 // while every rule stays typed IR (no rule text is assembled here).
 //
 // Speed: at 10k services the compiler builds ~400k rules. Each builder works in a
-// per-thread scratch rule whose storage is reused, and the finishing call returns it
-// as an rvalue to be consumed (printed, or moved into a kept program) before the
-// next builder starts. So: one RuleBuilder at a time per thread (checked).
+// per-thread scratch rule whose storage is reused -- the argument vector and the
+// strings inside its arguments keep their capacity from rule to rule, so building a
+// rule normally allocates nothing -- and the finishing call returns it as an rvalue
+// to be consumed (printed, or moved into a kept program) before the next builder
+// starts. So: one RuleBuilder at a time per thread (checked).
 #pragma once
 
+#include <initializer_list>
 #include <string>
+#include <string_view>
 
 #include "compiler/ir/rule.h"
 #include "compiler/model/objects.h"
@@ -24,8 +28,9 @@ class RuleBuilder {
   ~RuleBuilder();
   RuleBuilder(const RuleBuilder&) = delete;
   RuleBuilder& operator=(const RuleBuilder&) = delete;
-  /// -m comment --comment TEXT (skipped when text is empty).
-  RuleBuilder& comment(std::string text);
+  /// -m comment --comment TEXT, TEXT being the parts joined (skipped when it is empty).
+  RuleBuilder& comment(std::initializer_list<std::string_view> parts);
+  RuleBuilder& comment(std::string_view text) { return comment({text}); }
   /// -m tcp -p tcp (kube-proxy's order: module first).
   RuleBuilder& proto(Protocol p);
   RuleBuilder& dst(const IPAddr& ip) { return addr(ir::ArgKind::Dst, CIDR::host(ip), true, false); }
@@ -45,13 +50,13 @@ class RuleBuilder {
   /// -m statistic --mode random --probability P (P printed with 10 digits).
   RuleBuilder& probability(double p);
   /// -m recent --name NAME --rcheck --seconds S --reap
-  RuleBuilder& recent_check(const std::string& name, int32_t seconds);
+  RuleBuilder& recent_check(std::string_view name, int32_t seconds);
   /// -m recent --name NAME --set
-  RuleBuilder& recent_set(const std::string& name);
+  RuleBuilder& recent_set(std::string_view name);
   /// The local-traffic detector's match: local (-s CIDR / -i IF) or not local (! ...).
   RuleBuilder& local(const proxy::LocalDetector& d, bool is_local);
 
-  ir::Rule&& jump(const std::string& chain) { return finish(ir::TargetKind::Jump, &chain); }
+  ir::Rule&& jump(std::string_view chain) { return finish(ir::TargetKind::Jump, chain); }
   ir::Rule&& accept() { return finish(ir::TargetKind::Accept); }
   ir::Rule&& drop() { return finish(ir::TargetKind::Drop); }
   ir::Rule&& reject() { return finish(ir::TargetKind::Reject); }
@@ -65,9 +70,10 @@ class RuleBuilder {
  private:
   RuleBuilder& addr(ir::ArgKind kind, const CIDR& c, bool bare, bool negate);
   RuleBuilder& module(const char* name);
-  ir::Rule&& finish(ir::TargetKind kind, const std::string* chain = nullptr);
+  ir::Rule&& finish(ir::TargetKind kind, std::string_view chain = {});
   Arg& add(ir::ArgKind kind, bool negate = false);
   ir::Rule& rule_;
+  size_t used_ = 0;  ///< arguments of this rule so far (rule_.args may hold more, being reused)
 };
 
 }  // namespace kpc::iptables
