@@ -38,13 +38,16 @@ const char* protocol_lower(Protocol p) {
 }
 
 std::string Service::proxy_name() const {
-  auto it = meta.labels.find("service.kubernetes.io/service-proxy-name");
+  static const std::string kProxyName = "service.kubernetes.io/service-proxy-name";
+  auto it = meta.labels.find(kProxyName);
   return it == meta.labels.end() ? "" : it->second;
 }
 
-std::string EndpointSlice::service_name() const {
-  auto it = meta.labels.find("kubernetes.io/service-name");
-  return it == meta.labels.end() ? "" : it->second;
+const std::string& EndpointSlice::service_name() const {
+  // Static key and result: kube-proxy's code paths look this up for every slice.
+  static const std::string kServiceName = "kubernetes.io/service-name", kNone;
+  auto it = meta.labels.find(kServiceName);
+  return it == meta.labels.end() ? kNone : it->second;
 }
 
 std::optional<IPAddr> Node::node_ip(IPFamily f) const {

@@ -123,7 +123,7 @@ struct EndpointSlice {
   std::vector<Endpoint> endpoints;
   std::vector<EndpointPort> ports;
   /// Label kubernetes.io/service-name (empty when absent: kube-proxy ignores the slice).
-  std::string service_name() const;
+  const std::string& service_name() const;
 };
 
 // ---------------------------------------------------------------- Node

@@ -1,16 +1,19 @@
 #include "compiler/proxy/service_ports.h"
 
 #include <algorithm>
-#include <map>
-#include <unordered_map>
+#include <charconv>
 #include <tuple>
+#include <unordered_map>
 
 namespace kpc::proxy {
 namespace {
 
 // kube-proxy's informers select objects without these labels (server.go).
 bool ignored_by_labels(const ObjectMeta& m) {
-  return m.labels.count("service.kubernetes.io/service-proxy-name") || m.labels.count("service.kubernetes.io/headless");
+  // Static keys: a lookup with a string literal would build a temporary std::string.
+  static const std::string kProxyName = "service.kubernetes.io/service-proxy-name",
+                           kHeadless = "service.kubernetes.io/headless";
+  return m.labels.count(kProxyName) || m.labels.count(kHeadless);
 }
 
 std::optional<IPAddr> cluster_ip_for(const Service& s, IPFamily f) {
@@ -24,37 +27,27 @@ std::optional<IPAddr> cluster_ip_for(const Service& s, IPFamily f) {
   return std::nullopt;
 }
 
-std::string join_host_port(const IPAddr& ip, int32_t port) {
-  if (ip.family == IPFamily::V6) return "[" + ip.str() + "]:" + std::to_string(port);
-  return ip.str() + ":" + std::to_string(port);
+// A slice of the Service (its service-name label is the Service's) that kube-proxy skips.
+bool ignored_slice(const EndpointSlice& slice, AddressType want) {
+  return slice.address_type != want || ignored_by_labels(slice.meta);
 }
 
-// "ns/service:port/PROTO": the endpoints map key of kube-proxy's endpointslicecache.
-std::string port_key(const std::string& ns, const std::string& service, const std::string& port, Protocol p) {
-  std::string k;
-  k.reserve(ns.size() + service.size() + port.size() + 4);
-  k.append(ns).append("/").append(service).append(":").append(port).append("/");
-  k += static_cast<char>('0' + static_cast<int>(p));
-  return k;
-}
-
-// endpointslicecache: merge the endpoints of every slice of a service, per port key.
-std::unordered_map<std::string, std::vector<EndpointInfo>> collect_endpoints(const Snapshot& snap,
-                                                                             const NodeContext& node) {
-  std::unordered_map<std::string, std::vector<EndpointInfo>> merged;
-  AddressType want = node.family == IPFamily::V4 ? AddressType::IPv4 : AddressType::IPv6;
-  for (const auto& slice : snap.slices) {  // sorted by namespace/name: deterministic merge order
-    if (slice.address_type != want || slice.service_name().empty() || ignored_by_labels(slice.meta)) continue;
-    for (const auto& port : slice.ports) {
+// endpointslicecache: the endpoints of one service port, merged from every slice of
+// the Service (usable slices, in slice order), sorted by endpoint string (byte order, as
+// kube-proxy) with duplicates resolved: a later non-terminating endpoint replaces an
+// earlier one; a terminating one never does.
+std::vector<EndpointInfo> merged_endpoints(const ServicePort& sp, const std::vector<const EndpointSlice*>& slices,
+                                           const NodeContext& node) {
+  std::vector<EndpointInfo> eps;
+  for (const EndpointSlice* slice : slices) {
+    for (const auto& port : slice->ports) {
       if (!port.name || !port.protocol || !port.port || *port.port == 0) continue;
-      auto& eps = merged[port_key(slice.meta.ns, slice.service_name(), *port.name, *port.protocol)];
-      eps.reserve(eps.size() + slice.endpoints.size());
-      for (const auto& ep : slice.endpoints) {
+      if (*port.name != sp.name || *port.protocol != sp.protocol) continue;
+      eps.reserve(eps.size() + slice->endpoints.size());
+      for (const auto& ep : slice->endpoints) {
         if (ep.addresses.empty()) continue;
         EndpointInfo& e = eps.emplace_back();
-        e.ip = ep.addresses[0];
-        e.port = *port.port;
-        e.str = join_host_port(e.ip, e.port);
+        e.set_address(ep.addresses[0], *port.port);
         e.ready = ep.ready.value_or(true);
         e.serving = ep.serving.value_or(true);
         e.terminating = ep.terminating.value_or(false);
@@ -64,28 +57,55 @@ std::unordered_map<std::string, std::vector<EndpointInfo>> collect_endpoints(con
       }
     }
   }
-  // Sort by endpoint string (byte order, as kube-proxy) and resolve duplicates: a later
-  // non-terminating endpoint replaces an earlier one; a terminating one never does.
-  for (auto& [key, eps] : merged) {
-    std::stable_sort(eps.begin(), eps.end(), [](const EndpointInfo& a, const EndpointInfo& b) { return a.str < b.str; });
-    size_t out = 0;
-    for (size_t i = 0; i < eps.size();) {
-      size_t end = i + 1;
-      size_t pick = i;
-      while (end < eps.size() && eps[end].str == eps[i].str) {
-        if (!eps[end].terminating) pick = end;
-        ++end;
-      }
-      if (out != pick) eps[out] = std::move(eps[pick]);
-      ++out;
-      i = end;
+  auto less = [&](uint32_t a, uint32_t b) { return eps[a].str() < eps[b].str(); };
+  bool sorted_unique = true;
+  for (size_t i = 1; i < eps.size() && sorted_unique; ++i) sorted_unique = eps[i - 1].str() < eps[i].str();
+  if (sorted_unique) return eps;
+  // Sort indices, not the (large) endpoints themselves; each endpoint then moves once.
+  std::vector<uint32_t> order(eps.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), less);
+  std::vector<EndpointInfo> out;
+  out.reserve(eps.size());
+  for (size_t i = 0; i < order.size();) {
+    size_t end = i + 1;
+    uint32_t pick = order[i];
+    while (end < order.size() && eps[order[end]].str() == eps[order[i]].str()) {
+      if (!eps[order[end]].terminating) pick = order[end];
+      ++end;
     }
-    eps.resize(out);
+    out.push_back(std::move(eps[pick]));
+    i = end;
   }
-  return merged;
+  return out;
 }
 
+auto port_order(const ServicePortInfo& p) { return std::tie(p.ns, p.name, p.port_name, p.protocol); }
+
+// The slices of each Service ("namespace", "service name" label), in snapshot order.
+struct ServiceRef {
+  std::string_view ns, name;
+  friend bool operator==(const ServiceRef&, const ServiceRef&) = default;
+};
+struct ServiceRefHash {
+  size_t operator()(const ServiceRef& r) const {
+    return std::hash<std::string_view>()(r.ns) * 31 + std::hash<std::string_view>()(r.name);
+  }
+};
+
 }  // namespace
+
+void EndpointInfo::set_address(const IPAddr& address, int32_t port_number) {
+  ip = address;
+  port = port_number;
+  char* p = str_;
+  if (ip.family == IPFamily::V6) *p++ = '[';
+  p += ip.format(p);
+  if (ip.family == IPFamily::V6) *p++ = ']';
+  *p++ = ':';
+  p = std::to_chars(p, str_ + sizeof str_, port).ptr;
+  str_len_ = static_cast<uint8_t>(p - str_);
+}
 
 bool EndpointInfo::has_zone(const std::string& z) const {
   return std::find(zone_hints.begin(), zone_hints.end(), z) != zone_hints.end();
@@ -94,48 +114,69 @@ bool EndpointInfo::has_node(const std::string& n) const {
   return std::find(node_hints.begin(), node_hints.end(), n) != node_hints.end();
 }
 
-std::vector<ServicePortInfo> build_service_ports(const Snapshot& snap, const NodeContext& node) {
-  auto endpoints = collect_endpoints(snap, node);
-  std::vector<ServicePortInfo> out;
+void append_service_ports(const Service& svc, std::span<const EndpointSlice* const> slices, const NodeContext& node,
+                          std::vector<ServicePortInfo>& out) {
+  if (ignored_by_labels(svc.meta)) return;
   IPFamily f = node.family;
-  for (const auto& svc : snap.services) {
-    if (ignored_by_labels(svc.meta)) continue;
-    auto cip = cluster_ip_for(svc, f);
-    if (!cip) continue;
-    ServiceType t = svc.effective_type();
-    bool typed_external = svc.type && (t == ServiceType::NodePort || t == ServiceType::LoadBalancer ||
-                                       (t == ServiceType::ClusterIP && !svc.external_ips.empty()));
-    for (const auto& p : svc.ports) {
-      ServicePortInfo sp;
-      sp.service = &svc;
-      sp.ns = svc.meta.ns;
-      sp.name = svc.meta.name;
-      sp.port_name = p.name;
-      sp.spn = svc.meta.ns + "/" + svc.meta.name + (p.name.empty() ? "" : ":" + p.name);
-      sp.protocol = p.protocol;
-      sp.cluster_ip = *cip;
-      sp.port = p.port;
-      sp.node_port = p.node_port;
-      for (const auto& ip : svc.external_ips)
-        if (ip.family == f) sp.external_ips.push_back(ip);
-      for (const auto& ing : svc.load_balancer_ingress)
-        if (ing.ip && ing.ip->family == f && ing.ip_mode != LoadBalancerIPMode::Proxy) sp.lb_vips.push_back(*ing.ip);
-      for (const auto& r : svc.load_balancer_source_ranges)
-        if (r.family() == f) sp.source_ranges.push_back(r.masked());
-      sp.external_policy_local = typed_external && svc.external_traffic_policy == TrafficPolicy::Local;
-      sp.internal_policy_local = svc.internal_traffic_policy == TrafficPolicy::Local;
-      if (t == ServiceType::LoadBalancer && sp.external_policy_local) sp.health_check_node_port = svc.health_check_node_port;
-      sp.affinity_client_ip = svc.session_affinity == SessionAffinity::ClientIP;
-      sp.affinity_seconds = svc.affinity_timeout_seconds;
-      // Each key belongs to exactly one Service port (names and port/protocol pairs are unique).
-      auto it = endpoints.find(port_key(svc.meta.ns, svc.meta.name, p.name, p.protocol));
-      if (it != endpoints.end()) sp.endpoints = std::move(it->second);
-      out.push_back(std::move(sp));
-    }
+  auto cip = cluster_ip_for(svc, f);
+  if (!cip) return;
+  ServiceType t = svc.effective_type();
+  bool typed_external = svc.type && (t == ServiceType::NodePort || t == ServiceType::LoadBalancer ||
+                                     (t == ServiceType::ClusterIP && !svc.external_ips.empty()));
+  AddressType want = f == IPFamily::V4 ? AddressType::IPv4 : AddressType::IPv6;
+  std::vector<const EndpointSlice*> usable;
+  usable.reserve(slices.size());
+  for (const EndpointSlice* slice : slices)
+    if (!ignored_slice(*slice, want)) usable.push_back(slice);
+  size_t first = out.size();
+  for (const auto& p : svc.ports) {
+    ServicePortInfo& sp = out.emplace_back();
+    sp.service = &svc;
+    sp.ns = svc.meta.ns;
+    sp.name = svc.meta.name;
+    sp.port_name = p.name;
+    sp.spn.reserve(svc.meta.ns.size() + svc.meta.name.size() + p.name.size() + 2);
+    sp.spn.append(svc.meta.ns).append("/").append(svc.meta.name);
+    if (!p.name.empty()) sp.spn.append(":").append(p.name);
+    sp.protocol = p.protocol;
+    sp.cluster_ip = *cip;
+    sp.port = p.port;
+    sp.node_port = p.node_port;
+    for (const auto& ip : svc.external_ips)
+      if (ip.family == f) sp.external_ips.push_back(ip);
+    for (const auto& ing : svc.load_balancer_ingress)
+      if (ing.ip && ing.ip->family == f && ing.ip_mode != LoadBalancerIPMode::Proxy) sp.lb_vips.push_back(*ing.ip);
+    for (const auto& r : svc.load_balancer_source_ranges)
+      if (r.family() == f) sp.source_ranges.push_back(r.masked());
+    sp.external_policy_local = typed_external && svc.external_traffic_policy == TrafficPolicy::Local;
+    sp.internal_policy_local = svc.internal_traffic_policy == TrafficPolicy::Local;
+    if (t == ServiceType::LoadBalancer && sp.external_policy_local) sp.health_check_node_port = svc.health_check_node_port;
+    sp.affinity_client_ip = svc.session_affinity == SessionAffinity::ClientIP;
+    sp.affinity_seconds = svc.affinity_timeout_seconds;
+    sp.endpoints = merged_endpoints(p, usable, node);
   }
-  std::sort(out.begin(), out.end(), [](const ServicePortInfo& a, const ServicePortInfo& b) {
-    return std::tie(a.ns, a.name, a.port_name, a.protocol) < std::tie(b.ns, b.name, b.port_name, b.protocol);
-  });
+  std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+            [](const ServicePortInfo& a, const ServicePortInfo& b) { return port_order(a) < port_order(b); });
+}
+
+std::vector<ServicePortInfo> build_service_ports(const Snapshot& snap, const NodeContext& node) {
+  std::unordered_map<ServiceRef, std::vector<const EndpointSlice*>, ServiceRefHash> slices_of;
+  slices_of.reserve(snap.services.size());
+  for (const auto& slice : snap.slices)
+    if (const std::string& service = slice.service_name(); !service.empty())
+      slices_of[{slice.meta.ns, service}].push_back(&slice);
+  std::vector<ServicePortInfo> out;
+  out.reserve(snap.services.size() + snap.services.size() / 4);
+  for (const auto& svc : snap.services) {
+    auto it = slices_of.find({svc.meta.ns, svc.meta.name});
+    std::span<const EndpointSlice* const> slices;
+    if (it != slices_of.end()) slices = it->second;
+    append_service_ports(svc, slices, node, out);
+  }
+  // The loader sorts Services by (namespace, name), so the ports come out in order; a
+  // snapshot built by hand may not be sorted.
+  auto less = [](const ServicePortInfo& a, const ServicePortInfo& b) { return port_order(a) < port_order(b); };
+  if (!std::is_sorted(out.begin(), out.end(), less)) std::sort(out.begin(), out.end(), less);
   return out;
 }
 
@@ -146,7 +187,7 @@ enum class TopologyMode { None, SameZone, SameNode };
 // topologyModeFromHints: decided from the ready endpoints only.
 TopologyMode topology_mode(const ServicePortInfo& sp, const NodeContext& node) {
   bool node_hints_all = true, for_node = false, zone_hints_all = true, for_zone = false;
-  std::string zone = node.zone();
+  const std::string& zone = node.zone();
   for (const auto& e : sp.endpoints) {
     if (!e.ready) continue;
     if (e.node_hints.empty()) node_hints_all = false;
@@ -218,7 +259,7 @@ Categorized categorize_endpoints(const ServicePortInfo& sp, const NodeContext& n
   for (const EndpointInfo* e : c.local)
     if (std::find(c.all_reachable.begin(), c.all_reachable.end(), e) == c.all_reachable.end()) c.all_reachable.push_back(e);
   std::sort(c.all_reachable.begin(), c.all_reachable.end(),
-            [](const EndpointInfo* a, const EndpointInfo* b) { return a->str < b->str; });
+            [](const EndpointInfo* a, const EndpointInfo* b) { return a->str() < b->str(); });
   return c;
 }
 

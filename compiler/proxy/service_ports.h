@@ -4,7 +4,9 @@
 // slice, sorted as kube-proxy sorts them, and categorised for the node.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiler/model/objects.h"
@@ -15,11 +17,20 @@ namespace kpc::proxy {
 struct EndpointInfo {
   IPAddr ip;
   int32_t port = 0;
-  std::string str;  ///< "ip:port" / "[ip]:port" (Go JoinHostPort)
   bool ready = false, serving = false, terminating = false, local = false;
   std::vector<std::string> zone_hints, node_hints;
   bool has_zone(const std::string& z) const;
   bool has_node(const std::string& n) const;
+
+  /// Sets ip and port, and the text "ip:port" / "[ip]:port" (Go JoinHostPort).
+  void set_address(const IPAddr& address, int32_t port_number);
+  /// "ip:port" / "[ip]:port": the endpoint's identity, sort key and hash input.
+  std::string_view str() const { return {str_, str_len_}; }
+
+ private:
+  // Kept inline (at most "[" + 39 + "]:" + an int32): a 10k-service sync has ~100k endpoints.
+  char str_[56] = {};
+  uint8_t str_len_ = 0;
 };
 
 struct ServicePortInfo {
@@ -49,6 +60,15 @@ struct ServicePortInfo {
 
 /// All service ports of one family, sorted by (namespace, name, port name, protocol).
 std::vector<ServicePortInfo> build_service_ports(const Snapshot& snap, const NodeContext& node);
+
+/// The ports of one Service for the node's family (none when kube-proxy ignores the
+/// Service), appended to `out` ordered by (port name, protocol), with endpoints merged
+/// from `slices`: the EndpointSlices labelled with this Service's name in its namespace,
+/// ordered by slice name (any family; slices kube-proxy ignores are skipped here).
+/// build_service_ports is this function over every Service; the incremental compiler
+/// calls it for the Services that changed.
+void append_service_ports(const Service& svc, std::span<const EndpointSlice* const> slices, const NodeContext& node,
+                          std::vector<ServicePortInfo>& out);
 
 /// The result of CategorizeEndpoints (pkg/proxy/topology.go).
 struct Categorized {
