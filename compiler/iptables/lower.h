@@ -1,14 +1,21 @@
 // Lowering: service ports + node context -> the iptables-restore program that
-// kube-proxy's iptables proxier writes (syncProxyRules), as ir::Program.
-// Mirrors kube-proxy's four output buffers (filter chains, filter rules, nat
-// chains, nat rules) so that the emission order is kube-proxy's.
+// kube-proxy's iptables proxier writes (syncProxyRules), as restore text (and, on
+// request, as ir::Program). Mirrors kube-proxy's four output buffers (filter chains,
+// filter rules, nat chains, nat rules) so that the emission order is kube-proxy's.
+//
+// One function lowers one service port (lower_service_port); two callers use it:
+//  - lower_iptables, the batch path: every port, streamed straight into the buffers;
+//  - the incremental compiler (compiler/driver/incremental.h), which keeps each port's
+//    PortFragments between syncs and puts a program together with assemble_iptables.
 #pragma once
 
 #include <set>
-#include <unordered_set>
+#include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
+#include "compiler/iptables/chain_names.h"
 #include "compiler/ir/program.h"
 #include "compiler/proxy/service_ports.h"
 
@@ -55,5 +62,43 @@ constexpr size_t kLargeClusterEndpointsThreshold = 1000;
 
 SyncResult lower_iptables(const std::vector<proxy::ServicePortInfo>& ports, const proxy::NodeContext& node,
                           const SyncOptions& opts);
+
+/// What one service port contributes to the program, by where it goes. Each text is
+/// whole restore lines, exactly as lower_iptables writes them for that port.
+struct PortFragments {
+  std::string filter_rules;     ///< its rules in filter KUBE-SERVICES/-EXTERNAL-SERVICES/-PROXY-FIREWALL/-NODEPORTS
+  std::string nat_top_rules;    ///< its rules in nat KUBE-SERVICES / KUBE-NODEPORTS: written in every sync
+  std::string nat_chains;       ///< ":CHAIN - [0:0]" of its own chains: written in full syncs and when it changed
+  std::string nat_chain_rules;  ///< the rules of its own chains: likewise
+  std::vector<ChainName> chains;  ///< its own chains (all declared in nat_chains), i.e. its active nat chains
+  size_t filter_rule_lines = 0, nat_top_rule_lines = 0, nat_chain_rule_lines = 0;
+  bool no_local_endpoints_internal = false;  ///< counts toward the metric of that name
+  bool no_local_endpoints_external = false;
+};
+
+/// Lowers one service port. `large_cluster` (total endpoints of the state above
+/// kLargeClusterEndpointsThreshold) drops the endpoint comments.
+PortFragments lower_service_port(const proxy::ServicePortInfo& sp, const proxy::NodeContext& node, bool large_cluster);
+
+/// One port's fragments in a program being assembled.
+struct PortRef {
+  const PortFragments* fragments = nullptr;
+  bool write_chains = true;  ///< false: an unchanged service in a partial sync
+};
+
+struct AssemblyOptions {
+  bool partial = false;
+  bool large_cluster = false;
+  size_t total_endpoints = 0;
+  /// Stale per-service chains to flush and delete, sorted and unique (empty when the
+  /// cleanup is skipped).
+  std::vector<std::string> stale_chains;
+};
+
+/// The program lower_iptables writes, put together from per-port fragments in kpc's
+/// order (ports sorted by namespace, name, port name, protocol). Text only (no IR);
+/// active_nat_chains is not filled (the caller has the fragments' chains).
+SyncResult assemble_iptables(std::span<const PortRef> ports, const proxy::NodeContext& node,
+                             const AssemblyOptions& opts);
 
 }  // namespace kpc::iptables
