@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (preset "fuzz": clang, ASan + UBSan) and runs each of
-# them for a while, then prints executions, coverage and crashes per target
-# (docs/reliability.md).
+# Builds the libFuzzer targets (preset "asan": clang, ASan + UBSan, the same build CI
+# runs the test suite and the fuzz smoke tests in) and runs each of them for a while,
+# then prints executions, coverage and crashes per target (docs/reliability.md).
 #
 # Usage: scripts/fuzz.sh [--smoke] [--jobs N] [SECONDS_PER_TARGET] [TARGET...]
 #   SECONDS_PER_TARGET  default 60 (10 with --smoke)
 #   TARGET              e.g. load_yaml; default every bin/kpc_fuzz_* target:
 #                       load_yaml, load_json, compile_apply, restore_roundtrip (tests/fuzz/)
 #                       and restore (verifier/fuzz/)
-#   --smoke             10 s per target, for CI: fails on any crash
+#   --smoke             10 s per target: fails on any crash (CI runs the ctest smoke tests instead)
 #   --jobs N            run N targets at once (at most 2: the machine has 2 shared cores)
 #
-# Corpora live in build/fuzz/corpus/<target>/ (seeded from fixtures/ by
-# tests/fuzz/make_seeds.py, and grown by every run; not committed). Crashes, timeouts
-# and OOMs are written to build/fuzz/artifacts/<target>/; reproduce one with
-#   build/fuzz/bin/kpc_fuzz_<target> build/fuzz/artifacts/<target>/crash-...
+# Binaries: build/asan/bin/kpc_fuzz_<target>. Corpora live in build/fuzz/corpus/<target>/
+# (seeded from fixtures/ by tests/fuzz/make_seeds.py, and grown by every run; not
+# committed). Crashes, timeouts and OOMs are written to build/fuzz/artifacts/<target>/;
+# reproduce one with
+#   build/asan/bin/kpc_fuzz_<target> build/fuzz/artifacts/<target>/crash-...
 # After a crash the target is restarted for the rest of its time (at most 5 crashes).
 # Exit status: 0 if no target crashed, 1 otherwise, 2 on a usage or build error.
 set -euo pipefail
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --smoke) smoke=1 ;;
     --jobs) jobs="$2"; shift ;;
     --jobs=*) jobs="${1#--jobs=}" ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     [0-9]*) secs="$1" ;;
     *) targets+=("$1") ;;
   esac
@@ -38,13 +39,14 @@ done
 if [ -z "$secs" ]; then secs=60; [ $smoke = 1 ] && secs=10; fi
 if [ "$jobs" -gt 2 ]; then echo "fuzz.sh: --jobs is capped at 2 (shared 2-core machine)" >&2; jobs=2; fi
 
-build=build/fuzz
-echo "fuzz.sh: configuring and building the fuzz preset"
-cmake --preset fuzz >/dev/null
+build=build/fuzz      # corpora, artifacts and logs
+bindir=build/asan/bin # the asan preset's binaries
+echo "fuzz.sh: configuring and building the asan preset's fuzz targets"
+cmake --preset asan >/dev/null
 all=(load_yaml load_json compile_apply restore_roundtrip restore)
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
-cmake --build --preset fuzz --target "${targets[@]/#/kpc_fuzz_}" >/dev/null || {
-  echo "fuzz.sh: build failed; rerun: cmake --build --preset fuzz --target ${targets[*]/#/kpc_fuzz_}" >&2
+cmake --build --preset asan --target "${targets[@]/#/kpc_fuzz_}" >/dev/null || {
+  echo "fuzz.sh: build failed; rerun: cmake --build --preset asan --target ${targets[*]/#/kpc_fuzz_}" >&2
   exit 2
 }
 
@@ -58,8 +60,8 @@ dict_for() {
     *) echo tests/fuzz/dict/snapshot_yaml.dict ;;
   esac
 }
-# Longest input: the snapshot and restore targets reject inputs over 64 KiB (see each
-# target); the verifier's own target has no cap and applies every input eight times.
+# Longest input: every target rejects inputs over 64 KiB (see each target); the
+# verifier's own target applies every input sixteen times, so it gets shorter ones.
 max_len_for() {
   case "$1" in
     restore) echo 16384 ;;
@@ -69,7 +71,7 @@ max_len_for() {
 
 # run_target NAME: fuzzes for $secs seconds; writes a summary line to $build/fuzz-logs/NAME.summary
 run_target() {
-  local t="$1" bin="$build/bin/kpc_fuzz_$1"
+  local t="$1" bin="$bindir/kpc_fuzz_$1"
   local corpus="$build/corpus/$t" art="$build/artifacts/$t/" logdir="$build/fuzz-logs"
   mkdir -p "$corpus" "$art" "$logdir"
   local dirs=("$corpus")

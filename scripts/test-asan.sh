@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Builds the asan preset (gcc, RelWithDebInfo, -fsanitize=address,undefined, no
-# recovery: any report fails the test) and runs the whole ctest suite under it,
-# the same steps as `cmake --workflow --preset ci-asan`, timing each step
-# (docs/reliability.md has the figures).
+# Builds the asan preset (clang, -O1, -fsanitize=address,undefined with no recovery, so
+# any report fails the test; libraries also built with -fsanitize=fuzzer-no-link and the
+# libFuzzer targets built) and runs the whole ctest suite under it: every label, the
+# sanitizer canaries and the fuzz smoke tests. The same steps as
+# `cmake --workflow --preset ci-asan` (the second half of scripts/test.sh), timing each
+# step (docs/reliability.md has the figures).
 #
 # Usage: scripts/test-asan.sh [CTEST_ARGS...]     e.g. scripts/test-asan.sh -L unit
 #
-# The test preset "asan" runs every label (unit, property, golden, kernel, schema,
-# cli): about 3 minutes with -j2 on the 2-core machine, the build about 12 minutes
-# from scratch (docs/reliability.md). Kernel tests skip themselves without root.
+# Kernel tests skip themselves without root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
