@@ -32,6 +32,7 @@ class HashKey {
     }
     char* p = small_;
     for (std::string_view s : {a, b, c}) {
+      if (s.empty()) continue;  // an empty view may have no data pointer at all
       std::memcpy(p, s.data(), s.size());
       p += s.size();
     }

@@ -31,6 +31,7 @@ class Line {
 
   // Inline, so a literal's length is a constant and its copy needs no call.
   Line& operator+=(std::string_view s) {
+    if (s.empty()) return *this;  // (an empty view may have no data pointer at all)
     room(s.size());
     std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
