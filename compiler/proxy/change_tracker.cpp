@@ -14,17 +14,16 @@ auto port_fields(const ServicePortInfo& p) {
                   p.affinity_client_ip, p.affinity_seconds);
 }
 
-std::map<std::string, std::vector<const ServicePortInfo*>> by_service(const std::vector<ServicePortInfo>& ports) {
-  std::map<std::string, std::vector<const ServicePortInfo*>> out;
-  for (const auto& p : ports) out[p.ns + "/" + p.name].push_back(&p);
+// The ports of each Service: runs of consecutive ports (ports are sorted by namespace/name).
+std::map<std::string, std::span<const ServicePortInfo>> by_service(const std::vector<ServicePortInfo>& ports) {
+  std::map<std::string, std::span<const ServicePortInfo>> out;
+  for (size_t i = 0; i < ports.size();) {
+    size_t end = i + 1;
+    while (end < ports.size() && ports[end].ns == ports[i].ns && ports[end].name == ports[i].name) ++end;
+    out[ports[i].ns + "/" + ports[i].name] = std::span<const ServicePortInfo>(ports).subspan(i, end - i);
+    i = end;
+  }
   return out;
-}
-
-bool same_ports(const std::vector<const ServicePortInfo*>& a, const std::vector<const ServicePortInfo*>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (port_fields(*a[i]) != port_fields(*b[i])) return false;
-  return true;
 }
 
 bool same_endpoint(const Endpoint& a, const Endpoint& b) {
@@ -65,8 +64,10 @@ std::map<std::string, std::string> topology_labels(const NodeContext& n) {
   return out;
 }
 
+}  // namespace
+
 // kube-proxy restarts (and so syncs fully) when its configuration or host changes.
-std::string restart_reason(const NodeContext& a, const NodeContext& b) {
+std::string full_sync_reason(const NodeContext& a, const NodeContext& b) {
   if (a.node_name != b.node_name) return "the node name changed";
   if (topology_labels(a) != topology_labels(b)) return "the node's topology labels changed";
   if (std::tie(a.node_ip, a.host_addresses, a.node_ports_match_all, a.node_port_cidrs, a.localhost_node_ports,
@@ -81,32 +82,46 @@ std::string restart_reason(const NodeContext& a, const NodeContext& b) {
   return "";
 }
 
-}  // namespace
+bool service_ports_changed(std::span<const ServicePortInfo> a, std::span<const ServicePortInfo> b) {
+  if (a.size() != b.size()) return true;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (port_fields(a[i]) != port_fields(b[i])) return true;
+  return false;
+}
+
+void mark_slice_change(const EndpointSlice* prior, const EndpointSlice* next, std::set<std::string>& services) {
+  auto mark = [&](const EndpointSlice& s) {
+    if (!s.service_name().empty()) services.insert(s.meta.ns + "/" + s.service_name());
+  };
+  if (prior && (!next || !same_slice(*prior, *next))) {
+    mark(*prior);
+    if (next) mark(*next);
+  }
+  if (!prior && next) mark(*next);
+}
 
 ChangeSet compute_changes(const Snapshot& prior, const std::vector<ServicePortInfo>& prior_ports,
                           const NodeContext& prior_node, const Snapshot& next,
                           const std::vector<ServicePortInfo>& next_ports, const NodeContext& next_node) {
   ChangeSet cs;
-  cs.full_sync_reason = restart_reason(prior_node, next_node);
+  cs.full_sync_reason = full_sync_reason(prior_node, next_node);
   cs.full_sync = !cs.full_sync_reason.empty();
 
   auto a = by_service(prior_ports), b = by_service(next_ports);
-  for (const auto& [name, ports] : a)
-    if (!b.count(name) || !same_ports(ports, b[name])) cs.services.insert(name);
+  for (const auto& [name, ports] : a) {
+    auto it = b.find(name);
+    if (it == b.end() || service_ports_changed(ports, it->second)) cs.services.insert(name);
+  }
   for (const auto& [name, ports] : b)
     if (!a.count(name)) cs.services.insert(name);
 
   auto sa = slices_of_family(prior, prior_node.family), sb = slices_of_family(next, next_node.family);
-  auto mark = [&](const EndpointSlice& s) {
-    if (!s.service_name().empty()) cs.services.insert(s.meta.ns + "/" + s.service_name());
-  };
-  for (const auto& [key, s] : sa)
-    if (!sb.count(key) || !same_slice(*s, *sb[key])) {
-      mark(*s);
-      if (sb.count(key)) mark(*sb[key]);
-    }
+  for (const auto& [key, s] : sa) {
+    auto it = sb.find(key);
+    mark_slice_change(s, it == sb.end() ? nullptr : it->second, cs.services);
+  }
   for (const auto& [key, s] : sb)
-    if (!sa.count(key)) mark(*s);
+    if (!sa.count(key)) mark_slice_change(nullptr, s, cs.services);
   return cs;
 }
 

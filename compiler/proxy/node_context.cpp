@@ -1,12 +1,15 @@
 #include "compiler/proxy/node_context.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace kpc::proxy {
 
-std::string NodeContext::zone() const {
-  auto it = node_labels.find("topology.kubernetes.io/zone");
-  return it == node_labels.end() ? "" : it->second;
+const std::string& NodeContext::zone() const {
+  // Static keys and result: a lookup per service port must not allocate.
+  static const std::string kZoneLabel = "topology.kubernetes.io/zone", kNone;
+  auto it = node_labels.find(kZoneLabel);
+  return it == node_labels.end() ? kNone : it->second;
 }
 
 std::vector<IPAddr> NodeContext::node_port_ips() const {
@@ -20,6 +23,16 @@ std::vector<IPAddr> NodeContext::node_port_ips() const {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+bool same_context(const NodeContext& a, const NodeContext& b) {
+  auto fields = [](const NodeContext& n) {
+    return std::tie(n.family, n.node_name, n.node_labels, n.node_ip, n.host_addresses, n.node_ports_match_all,
+                    n.node_port_cidrs, n.localhost_node_ports, n.detector.kind, n.detector.cidr, n.detector.iface,
+                    n.masquerade_all, n.masquerade_mark, n.random_fully, n.nfacct_counters, n.tcp_be_liberal,
+                    n.prefer_same_traffic_distribution);
+  };
+  return fields(a) == fields(b);
 }
 
 std::optional<std::string> resolve_node_name(const Snapshot& snap, DiagSink& diags) {

@@ -40,7 +40,7 @@ struct NodeContext {
   bool prefer_same_traffic_distribution = false;  ///< feature gate PreferSameTrafficDistribution
   const ProxyConfig* config = nullptr;
 
-  std::string zone() const;
+  const std::string& zone() const;
   /// Addresses the nodeport tail rules name when nodePortAddresses is not match-all.
   std::vector<IPAddr> node_port_ips() const;
 };
@@ -48,6 +48,10 @@ struct NodeContext {
 /// The node name kube-proxy would use: hostnameOverride, else NodeEnvironment.hostname,
 /// else the snapshot's only Node. Reports E0700 and returns nullopt when ambiguous.
 std::optional<std::string> resolve_node_name(const Snapshot& snap, DiagSink& diags);
+
+/// Whether two contexts are equal in every field but `config` (everything the compiler
+/// reads from a context). Keep in step with the struct.
+bool same_context(const NodeContext& a, const NodeContext& b);
 
 /// Builds the context for one family. Reports E0701 if the family is impossible here.
 std::optional<NodeContext> build_node_context(const Snapshot& snap, IPFamily family, DiagSink& diags);
