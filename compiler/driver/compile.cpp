@@ -13,9 +13,7 @@ std::optional<Backend> backend_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-namespace {
-
-std::optional<proxy::NodeContext> node_for(const Snapshot& snap, Backend backend, DiagSink& diags) {
+std::optional<proxy::NodeContext> node_context_for(const Snapshot& snap, Backend backend, DiagSink& diags) {
   IPFamily family = backend_family(backend);
   auto node = proxy::build_node_context(snap, family, diags);
   if (!node) return std::nullopt;
@@ -31,11 +29,37 @@ std::optional<proxy::NodeContext> node_for(const Snapshot& snap, Backend backend
   return node;
 }
 
+namespace {
+
+// The per-service chains the prior sync left in the kernel (what a stale-chain scan,
+// iptables-save -t nat, would find), as far as the cleanup of this sync can tell: with
+// the same node context, a service the trackers saw no change in uses the same chains in
+// both states, so only the changed services' prior chains can be stale, and only they are
+// derived. Otherwise (a restart) the whole prior is.
+std::vector<std::string> prior_chains(const std::vector<proxy::ServicePortInfo>& prior_ports,
+                                      const proxy::NodeContext& prior_node, const proxy::NodeContext& next_node,
+                                      const std::set<std::string>& changed) {
+  iptables::SyncOptions o;
+  o.collect_active_chains = true;
+  o.chains_only = true;
+  iptables::SyncResult prior;
+  if (proxy::same_context(prior_node, next_node)) {
+    std::vector<proxy::ServicePortInfo> ports;
+    std::string id;
+    for (const auto& p : prior_ports)
+      if (changed.count(id.assign(p.ns).append("/").append(p.name))) ports.push_back(p);
+    prior = iptables::lower_iptables(ports, prior_node, o);
+  } else {
+    prior = iptables::lower_iptables(prior_ports, prior_node, o);
+  }
+  return {prior.active_nat_chains.begin(), prior.active_nat_chains.end()};
+}
+
 }  // namespace
 
 std::optional<CompileResult> compile_iptables(const Snapshot& snap, Backend backend, const iptables::SyncOptions& opts,
                                               DiagSink& diags) {
-  auto node = node_for(snap, backend, diags);
+  auto node = node_context_for(snap, backend, diags);
   if (!node) return std::nullopt;
   auto ports = proxy::build_service_ports(snap, *node);
   CompileResult r;
@@ -48,17 +72,11 @@ std::optional<CompileResult> compile_iptables(const Snapshot& snap, Backend back
 std::optional<CompileResult> compile_iptables_from_prior(const Snapshot& next, const Snapshot& prior, Backend backend,
                                                          const PriorOptions& popts, DiagSink& diags) {
   bool force_full = popts.force_full;
-  auto prior_node = node_for(prior, backend, diags);
-  auto next_node = node_for(next, backend, diags);
+  auto prior_node = node_context_for(prior, backend, diags);
+  auto next_node = node_context_for(next, backend, diags);
   if (!prior_node || !next_node) return std::nullopt;
   auto prior_ports = proxy::build_service_ports(prior, *prior_node);
   auto next_ports = proxy::build_service_ports(next, *next_node);
-  // The kernel holds what the prior sync wrote; its per-service chains are what a
-  // stale-chain scan (iptables-save -t nat) would find.
-  iptables::SyncOptions prior_opts;
-  prior_opts.collect_active_chains = true;
-  prior_opts.chains_only = true;
-  iptables::SyncResult prior_sync = iptables::lower_iptables(prior_ports, *prior_node, prior_opts);
   auto changes = proxy::compute_changes(prior, prior_ports, *prior_node, next, next_ports, *next_node);
   iptables::SyncOptions opts;
   opts.partial = !force_full && !changes.full_sync;
@@ -66,7 +84,7 @@ std::optional<CompileResult> compile_iptables_from_prior(const Snapshot& next, c
   if (popts.existing_nat_chains)
     opts.existing_nat_chains = *popts.existing_nat_chains;
   else
-    opts.existing_nat_chains.assign(prior_sync.active_nat_chains.begin(), prior_sync.active_nat_chains.end());
+    opts.existing_nat_chains = prior_chains(prior_ports, *prior_node, *next_node, changes.services);
   opts.keep_ir = popts.keep_ir;
   size_t endpoints = 0;
   for (const auto& p : next_ports) endpoints += p.endpoints.size();

@@ -13,6 +13,7 @@
 
 #include "compiler/iptables/lower.h"
 #include "compiler/model/objects.h"
+#include "compiler/proxy/node_context.h"
 #include "compiler/support/diag.h"
 
 namespace kpc {
@@ -20,6 +21,10 @@ namespace kpc {
 enum class Backend { IPTables, IP6Tables };
 std::optional<Backend> backend_from_name(std::string_view name);
 inline IPFamily backend_family(Backend b) { return b == Backend::IPTables ? IPFamily::V4 : IPFamily::V6; }
+
+/// The node context for the back end's family; reports E0701 (and returns nullopt) when
+/// the node has no address of that family, so that kube-proxy would run no such proxier.
+std::optional<proxy::NodeContext> node_context_for(const Snapshot& snap, Backend backend, DiagSink& diags);
 
 struct CompileResult {
   iptables::SyncResult sync;  ///< the program and its statistics

@@ -1,0 +1,346 @@
+#include "compiler/driver/incremental.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "compiler/iptables/chain_names.h"
+#include "compiler/iptables/lower.h"
+#include "compiler/proxy/change_tracker.h"
+#include "compiler/proxy/service_ports.h"
+
+namespace kpc {
+namespace {
+
+using Key = std::pair<std::string, std::string>;  ///< (namespace, name)
+
+// Chain names are looked up by string_view (fragments keep them as ChainName).
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+
+}  // namespace
+
+struct IncrementalCompiler::State {
+  // One Service, and what the last computation made of it.
+  struct ServiceEntry {
+    std::shared_ptr<const Service> object;      ///< current; null once deleted (the entry goes at the next sync)
+    std::shared_ptr<const Service> ports_from;  ///< the object `ports` point to (ServicePortInfo::service)
+    std::vector<proxy::ServicePortInfo> ports;  ///< by port name, protocol
+    std::vector<iptables::PortFragments> fragments;  ///< one per port
+    bool changed = false;                       ///< among this sync's changed services
+  };
+
+  explicit State(Backend b)
+      : backend(b), address_type(backend_family(b) == IPFamily::V4 ? AddressType::IPv4 : AddressType::IPv6) {}
+
+  Backend backend;
+  AddressType address_type;  ///< the slices this proxier reads
+
+  // ---- the objects
+  std::map<Key, ServiceEntry> services;  ///< in kpc's order of service ports
+  std::map<Key, std::shared_ptr<const EndpointSlice>> slices;
+  /// (namespace, service-name label) -> slice name -> slice: each Service's slices, in order.
+  std::map<Key, std::map<std::string, const EndpointSlice*>> slices_of;
+  Snapshot host;  ///< nodes (sorted by name), configuration and host facts: the node context's inputs
+
+  // ---- changes since the last successful sync
+  std::set<Key> dirty;  ///< Services whose object or slices were touched
+  /// Every slice touched, as it was at the last sync (null: it did not exist).
+  std::map<Key, std::shared_ptr<const EndpointSlice>> synced_slices;
+  bool host_dirty = true;
+
+  // ---- as of the last successful sync
+  bool synced = false;
+  std::optional<proxy::NodeContext> node;
+  bool large_cluster = false;  ///< the mode the fragments were lowered in
+  size_t total_endpoints = 0;
+  /// The active nat chains: every chain some port's fragments declare, with how many ports do.
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> chain_refs;
+  /// Stale chains that a throttled cleanup left in the kernel (sorted).
+  std::vector<std::string> leftover_chains;
+  std::vector<std::string> deleted_chains;  ///< the stale chains the last program deleted
+  bool restore_failed = false;              ///< the last program was not applied: sync fully
+
+  void set_service(const Key& k, std::shared_ptr<const Service> next) {
+    auto it = services.find(k);
+    if (it == services.end()) {
+      if (!next) return;
+      it = services.emplace(k, ServiceEntry{}).first;
+    }
+    it->second.object = std::move(next);
+    dirty.insert(k);
+  }
+
+  void set_slice(const Key& k, std::shared_ptr<const EndpointSlice> next) {
+    auto it = slices.find(k);
+    std::shared_ptr<const EndpointSlice> prior = it == slices.end() ? nullptr : it->second;
+    synced_slices.try_emplace(k, prior);  // the first touch since the sync keeps the synced version
+    if (prior) unindex(*prior);
+    if (next) {
+      index(*next);
+      slices[k] = std::move(next);
+    } else if (it != slices.end()) {
+      slices.erase(it);
+    }
+  }
+
+  // The slice feeds the Service its label names (both are marked for recomputation).
+  void index(const EndpointSlice& s) {
+    const std::string& service = s.service_name();
+    if (service.empty()) return;
+    slices_of[{s.meta.ns, service}][s.meta.name] = &s;
+    dirty.insert({s.meta.ns, service});
+  }
+  void unindex(const EndpointSlice& s) {
+    const std::string& service = s.service_name();
+    if (service.empty()) return;
+    auto it = slices_of.find({s.meta.ns, service});
+    if (it != slices_of.end()) {
+      it->second.erase(s.meta.name);
+      if (it->second.empty()) slices_of.erase(it);
+    }
+    dirty.insert({s.meta.ns, service});
+  }
+
+  const EndpointSlice* of_family(const EndpointSlice* s) const {
+    return s && s->address_type == address_type ? s : nullptr;
+  }
+
+  std::optional<CompileResult> sync(const IncrementalSyncOptions& opts, DiagSink& diags);
+};
+
+std::optional<CompileResult> IncrementalCompiler::State::sync(const IncrementalSyncOptions& opts, DiagSink& diags) {
+  // 1. The node context: rebuilt after a Node, configuration or host change. Any
+  // difference invalidates every port (endpoints' locality, topology, the rules' shape);
+  // the differences kube-proxy only picks up by restarting make the sync full.
+  std::optional<proxy::NodeContext> next_node = node;
+  if (host_dirty || !node) {
+    next_node = node_context_for(host, backend, diags);
+    if (!next_node) return std::nullopt;  // nothing changed: the next sync retries from the same prior
+  }
+  const bool rebuild_all = !node || !proxy::same_context(*node, *next_node);
+  const std::string restart = synced ? proxy::full_sync_reason(*node, *next_node) : "";
+
+  // 2. The ports of the Services touched since the last sync (all of them after a node
+  // change), and the service tracker's verdict on each.
+  std::set<std::string> changed;
+  std::vector<ServiceEntry*> recomputed;
+  auto recompute = [&](const Key& k, ServiceEntry& e) {
+    std::vector<proxy::ServicePortInfo> ports;
+    if (e.object) {
+      std::vector<const EndpointSlice*> feeding;
+      if (auto it = slices_of.find(k); it != slices_of.end())
+        for (const auto& [name, slice] : it->second) feeding.push_back(slice);
+      proxy::append_service_ports(*e.object, feeding, *next_node, ports);
+    }
+    if (synced && proxy::service_ports_changed(e.ports, ports)) changed.insert(k.first + "/" + k.second);
+    for (const auto& p : e.ports) total_endpoints -= p.endpoints.size();
+    for (const auto& p : ports) total_endpoints += p.endpoints.size();
+    e.ports = std::move(ports);
+    e.ports_from = e.object;
+    recomputed.push_back(&e);
+  };
+  if (rebuild_all) {
+    for (auto& [k, e] : services) recompute(k, e);
+  } else {
+    for (const Key& k : dirty)
+      if (auto it = services.find(k); it != services.end()) recompute(k, it->second);
+  }
+  // The endpoints tracker's verdicts, slice by slice (each touched slice's Services were
+  // marked dirty, so they are among the recomputed ones).
+  if (synced)
+    for (const auto& [k, prior] : synced_slices) {
+      auto it = slices.find(k);
+      proxy::mark_slice_change(of_family(prior.get()), of_family(it == slices.end() ? nullptr : it->second.get()),
+                               changed);
+    }
+  std::vector<ServiceEntry*> flagged;
+  for (const std::string& id : changed) {
+    size_t slash = id.find('/');  // namespaces have no '/'
+    auto it = services.find({id.substr(0, slash), id.substr(slash + 1)});
+    if (it == services.end()) continue;
+    it->second.changed = true;
+    flagged.push_back(&it->second);
+  }
+
+  // 3. Fragments: re-lower the recomputed ports -- or every port when large-cluster mode
+  // flips (endpoint comments come or go) -- and keep the active chains counted.
+  const bool large = total_endpoints > iptables::kLargeClusterEndpointsThreshold;
+  std::vector<std::string> released;  ///< chains of replaced fragments: stale unless still active
+  auto lower = [&](ServiceEntry& e) {
+    for (const auto& p : e.ports) {
+      e.fragments.push_back(iptables::lower_service_port(p, *next_node, large));
+      for (const auto& c : e.fragments.back().chains) ++chain_refs[c.str()];
+    }
+  };
+  if (rebuild_all || large != large_cluster) {
+    released.reserve(chain_refs.size());
+    for (auto& [chain, refs] : chain_refs) released.push_back(chain);
+    chain_refs.clear();
+    for (auto& [k, e] : services) e.fragments.clear();
+    for (auto& [k, e] : services) lower(e);
+  } else {
+    for (ServiceEntry* e : recomputed) {
+      for (const auto& f : e->fragments)
+        for (const auto& c : f.chains) {
+          auto it = chain_refs.find(c.view());
+          if (--it->second == 0) chain_refs.erase(it);
+          released.emplace_back(c.view());
+        }
+      e->fragments.clear();
+    }
+    for (ServiceEntry* e : recomputed) lower(*e);
+  }
+
+  // 4. Stale chains: per-service chains the kernel has that no port uses any more.
+  auto active = [&](std::string_view c) { return chain_refs.find(c) != chain_refs.end(); };
+  std::vector<std::string> stale;
+  if (opts.existing_nat_chains) {
+    for (const auto& c : *opts.existing_nat_chains)
+      if (iptables::is_service_chain(c) && !active(c)) stale.push_back(c);
+  } else {
+    for (auto* list : {&released, &leftover_chains})
+      for (auto& c : *list)
+        if (!active(c)) stale.push_back(std::move(c));
+  }
+  std::sort(stale.begin(), stale.end());
+  stale.erase(std::unique(stale.begin(), stale.end()), stale.end());
+  const bool skip_cleanup = large && opts.since_last_cleanup &&
+                            opts.since_last_cleanup->ns <= host.config.iptables.sync_period.ns;
+
+  // 5. The program: every port's kept fragments in order; the chains only of changed
+  // services in a partial sync.
+  const bool partial = synced && !opts.force_full && !restore_failed && restart.empty();
+  std::vector<iptables::PortRef> refs;
+  refs.reserve(services.size() + services.size() / 4);
+  for (const auto& [k, e] : services)
+    for (const auto& f : e.fragments) refs.push_back({&f, !partial || e.changed});
+  iptables::AssemblyOptions assembly;
+  assembly.partial = partial;
+  assembly.large_cluster = large;
+  assembly.total_endpoints = total_endpoints;
+  if (!skip_cleanup) assembly.stale_chains = stale;
+  CompileResult r;
+  r.sync = iptables::assemble_iptables(refs, *next_node, assembly);
+  r.text = std::move(r.sync.text);
+  r.partial = partial;
+  if (synced) {
+    r.full_sync_reason = opts.force_full ? "a full sync was requested"
+                         : restore_failed ? "the last restore failed"
+                                          : restart;
+    r.changed_services = std::move(changed);
+  }
+
+  // 6. This sync is now the prior of the next one. (Deleted Services go only now: the
+  // pointers in `flagged` and `recomputed` may name them.)
+  for (ServiceEntry* e : flagged) e->changed = false;
+  std::erase_if(services, [](const auto& kv) { return !kv.second.object && kv.second.ports.empty(); });
+  if (skip_cleanup) {
+    leftover_chains = std::move(stale);
+    deleted_chains.clear();
+  } else {
+    leftover_chains.clear();
+    deleted_chains = std::move(stale);
+  }
+  restore_failed = false;
+  node = std::move(next_node);
+  large_cluster = large;
+  synced = true;
+  host_dirty = false;
+  dirty.clear();
+  synced_slices.clear();
+  return r;
+}
+
+IncrementalCompiler::IncrementalCompiler(Backend backend) : s_(std::make_unique<State>(backend)) {}
+IncrementalCompiler::~IncrementalCompiler() = default;
+
+void IncrementalCompiler::update_service(Service svc) {
+  Key k{svc.meta.ns, svc.meta.name};
+  s_->set_service(k, std::make_shared<const Service>(std::move(svc)));
+}
+
+void IncrementalCompiler::delete_service(std::string_view ns, std::string_view name) {
+  s_->set_service({std::string(ns), std::string(name)}, nullptr);
+}
+
+void IncrementalCompiler::update_slice(EndpointSlice slice) {
+  Key k{slice.meta.ns, slice.meta.name};
+  s_->set_slice(k, std::make_shared<const EndpointSlice>(std::move(slice)));
+}
+
+void IncrementalCompiler::delete_slice(std::string_view ns, std::string_view name) {
+  Key k{std::string(ns), std::string(name)};
+  if (s_->slices.count(k)) s_->set_slice(k, nullptr);
+}
+
+void IncrementalCompiler::update_node(Node node) {
+  auto& nodes = s_->host.nodes;
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), node.meta.name,
+                             [](const Node& n, const std::string& name) { return n.meta.name < name; });
+  if (it != nodes.end() && it->meta.name == node.meta.name) *it = std::move(node);
+  else nodes.insert(it, std::move(node));
+  s_->host_dirty = true;
+}
+
+void IncrementalCompiler::delete_node(std::string_view name) {
+  auto& nodes = s_->host.nodes;
+  std::erase_if(nodes, [&](const Node& n) { return n.meta.name == name; });
+  s_->host_dirty = true;
+}
+
+void IncrementalCompiler::update_config(ProxyConfig config) {
+  s_->host.config = std::move(config);
+  s_->host_dirty = true;
+}
+
+void IncrementalCompiler::update_environment(NodeEnvironment env) {
+  s_->host.env = std::move(env);
+  s_->host_dirty = true;
+}
+
+void IncrementalCompiler::replace_all(const Snapshot& snapshot) {
+  std::set<Key> keep;
+  for (const auto& svc : snapshot.services) {
+    keep.insert({svc.meta.ns, svc.meta.name});
+    update_service(svc);
+  }
+  for (const auto& [k, e] : s_->services)
+    if (e.object && !keep.count(k)) s_->set_service(k, nullptr);
+  keep.clear();
+  for (const auto& slice : snapshot.slices) {
+    keep.insert({slice.meta.ns, slice.meta.name});
+    update_slice(slice);
+  }
+  std::vector<Key> gone;
+  for (const auto& [k, slice] : s_->slices)
+    if (!keep.count(k)) gone.push_back(k);
+  for (const Key& k : gone) s_->set_slice(k, nullptr);
+  s_->host.nodes = snapshot.nodes;
+  std::sort(s_->host.nodes.begin(), s_->host.nodes.end(),
+            [](const Node& a, const Node& b) { return a.meta.name < b.meta.name; });
+  s_->host.config = snapshot.config;
+  s_->host.env = snapshot.env;
+  s_->host_dirty = true;
+}
+
+std::optional<CompileResult> IncrementalCompiler::sync(const IncrementalSyncOptions& opts, DiagSink& diags) {
+  return s_->sync(opts, diags);
+}
+
+void IncrementalCompiler::restore_failed() {
+  State& s = *s_;
+  s.restore_failed = true;
+  // The kernel kept what the failed program would have deleted.
+  s.leftover_chains.insert(s.leftover_chains.end(), s.deleted_chains.begin(), s.deleted_chains.end());
+  std::sort(s.leftover_chains.begin(), s.leftover_chains.end());
+  s.leftover_chains.erase(std::unique(s.leftover_chains.begin(), s.leftover_chains.end()), s.leftover_chains.end());
+  s.deleted_chains.clear();
+}
+
+bool IncrementalCompiler::has_synced() const { return s_->synced; }
+
+}  // namespace kpc

@@ -1,0 +1,86 @@
+// The incremental compiler: what kube-proxy keeps between syncs, so that a sync after a
+// few object changes costs in proportion to the change rather than to the cluster.
+//
+// It holds the cluster's objects -- Services, EndpointSlices, Nodes, the
+// KubeProxyConfiguration and the host facts -- and takes them one at a time, as
+// kube-proxy's informers deliver them (add/update/delete). From its last successful sync
+// it keeps each Service's ports (proxy::ServicePortInfo) and each port's lowered text
+// (iptables::PortFragments). A sync rebuilds the ports and fragments of the Services whose
+// Service or EndpointSlices were touched since, decides -- with compile_iptables_from_prior's
+// own per-object rules (proxy/change_tracker.h) -- whether it is full or partial and which
+// services' chains it writes, and concatenates the kept fragments in kpc's order.
+//
+// Global state is handled as the batch path handles it: a Node, configuration or host
+// change rebuilds everything (and is a full sync when kube-proxy would restart); a flip of
+// large-cluster mode (> 1000 endpoints: no endpoint comments) re-lowers every port; stale
+// chains are the chains the kernel holds that the new state does not use.
+//
+// Contract (tests/property/incremental_props_test.cpp): the first sync gives exactly
+// compile_iptables(state); every later one gives exactly
+// compile_iptables_from_prior(state, state at the last successful sync, options) -- text,
+// counters, partial flag and changed services -- with the kernel's chains as below.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/driver/compile.h"
+
+namespace kpc {
+
+struct IncrementalSyncOptions {
+  /// A full sync (after a failed restore, forceSyncProxyRules, the periodic full sync).
+  bool force_full = false;
+  /// Time since stale chains were last deleted; in large-cluster mode kube-proxy deletes
+  /// them at most once per iptables.syncPeriod. Unset = long ago (the cleanup runs).
+  std::optional<Duration> since_last_cleanup;
+  /// The nat chains the kernel has (`iptables-save -t nat`), when the caller knows them. By
+  /// default: what this compiler's earlier syncs left there -- the chains the last synced
+  /// state uses, plus stale chains a throttled cleanup did not delete.
+  std::optional<std::vector<std::string>> existing_nat_chains;
+};
+
+class IncrementalCompiler {
+ public:
+  explicit IncrementalCompiler(Backend backend);
+  ~IncrementalCompiler();
+  IncrementalCompiler(const IncrementalCompiler&) = delete;
+  IncrementalCompiler& operator=(const IncrementalCompiler&) = delete;
+
+  // Object events. Objects are the loader's decoded model objects, each valid on its own
+  // (the API server validated it); cross-object checks are the caller's.
+  void update_service(Service svc);  ///< added or changed
+  void delete_service(std::string_view ns, std::string_view name);
+  void update_slice(EndpointSlice slice);
+  void delete_slice(std::string_view ns, std::string_view name);
+  void update_node(Node node);
+  void delete_node(std::string_view name);
+  void update_config(ProxyConfig config);
+  void update_environment(NodeEnvironment env);
+  /// The objects of `snapshot` as updates, and deletions of every object it lacks.
+  void replace_all(const Snapshot& snapshot);
+
+  /// The program for the current state (see the contract above). nullopt, with the
+  /// diagnostics, when no program can be made (e.g. the node has no address of the
+  /// family); the state is then kept and the next sync compares with the same prior.
+  std::optional<CompileResult> sync(const IncrementalSyncOptions& opts, DiagSink& diags);
+
+  /// The program of the last sync was not applied (iptables-restore failed and the kernel
+  /// rolled back). As kube-proxy does, the next sync is full, and the stale chains that
+  /// program deleted are taken to be still there. (Chains it created are not undone: for an
+  /// exact stale-chain cleanup after a failure, pass existing_nat_chains read from the
+  /// kernel, which is what kube-proxy itself reads.)
+  void restore_failed();
+
+  /// Whether a sync succeeded yet (until then, a sync is the first, full one).
+  bool has_synced() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace kpc
