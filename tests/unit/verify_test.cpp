@@ -57,7 +57,7 @@ TEST(Verify, DiffersWhenAReachableChainDiffers) {
   const char* partial =
       "*nat\n:KUBE-SVC-A - [0:0]\n:KUBE-SVC-OLD - [0:0]\n-A KUBE-SVC-A -p tcp -j DNAT --to-destination 10.1.0.3:80\n-X KUBE-SVC-OLD\nCOMMIT\n";
   auto r = verify(prior_state(), partial, kFull, Flavor::Legacy);
-  EXPECT_EQ(r.verdict, Verdict::Differs) << format_text(r);
+  EXPECT_EQ(r.verdict, Verdict::NotEquivalent) << format_text(r);
   ASSERT_EQ(r.differences.size(), 1u);
   EXPECT_EQ(r.differences[0].chain, "KUBE-SVC-A");
   EXPECT_TRUE(r.differences[0].reachable);

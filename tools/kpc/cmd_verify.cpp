@@ -5,6 +5,7 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
+#include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
 #include "verifier/equiv/verify.h"
 
@@ -18,10 +19,12 @@ struct VerifyOptions {
   std::string flavor = "legacy";
   std::string format = "text";
   bool allow_equivalent = false;
+  std::vector<std::string> local_addresses;
 };
 
 // The three programs from snapshots: prior state = full(OLD) on an empty node.
-bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, std::string* partial, std::string* full) {
+bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, std::string* partial, std::string* full,
+                   std::vector<IPAddr>* local) {
   SourceManager sm;
   DiagSink diags;
   Snapshot next_snap, prior_snap;
@@ -34,6 +37,11 @@ bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, 
     PriorOptions full_sync;  // what a full sync on that prior writes (it deletes stale chains too)
     full_sync.force_full = true;
     c = compile_iptables_from_prior(next_snap, prior_snap, backend, full_sync, diags);
+    if (auto node = proxy::build_node_context(next_snap, backend_family(backend), diags)) {
+      if (node->node_ip) local->push_back(*node->node_ip);
+      for (const auto& a : node->host_addresses)
+        if (!a.is_loopback()) local->push_back(a);
+    }
   }
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
@@ -50,9 +58,10 @@ int run(const VerifyOptions& o) {
   IPFamily family = backend_family(backend);
   verifier::RulesetState prior = verifier::RulesetState::empty(family);
   std::string partial, full, error;
+  std::vector<IPAddr> local;
   if (!o.next.empty()) {
     std::string prior_program;
-    if (!compile_three(o, backend, &prior_program, &partial, &full)) return kExitError;
+    if (!compile_three(o, backend, &prior_program, &partial, &full, &local)) return kExitError;
     verifier::ApplyOptions ao;
     ao.noflush = true;
     ao.flavor = flavor;
@@ -77,10 +86,24 @@ int run(const VerifyOptions& o) {
       return kExitError;
     }
   }
-  auto r = verifier::verify(prior, partial, full, flavor);
+  if (!o.local_addresses.empty()) local.clear();
+  for (const auto& s : o.local_addresses) {
+    auto a = IPAddr::parse(s);
+    if (!a || a->family != family) {
+      std::fprintf(stderr, "kpc verify: --local-address: not an %s address: %s\n", family_name(family), s.c_str());
+      return kExitError;
+    }
+    local.push_back(*a);
+  }
+  if (local.empty())  // a node address no rule names: what any unnamed node address does
+    local.push_back(*IPAddr::parse(family == IPFamily::V4 ? "192.0.2.254" : "2001:db8::fe"));
+  verifier::VerifyOptions vo;
+  vo.local_addresses = local;
+  auto r = verifier::verify(prior, partial, full, flavor, vo);
   std::string report = o.format == "json" ? verifier::format_json(r) : verifier::format_text(r);
   std::fputs(report.c_str(), stdout);
   if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;
+  if (r.behaviour && !r.behaviour->self_check_failures.empty()) return kExitInternal;
   if (r.verdict == verifier::Verdict::Identical) return kExitOk;
   if (r.verdict == verifier::Verdict::Equivalent && o.allow_equivalent) return kExitOk;
   return kExitDifferent;
@@ -106,7 +129,10 @@ void add_verify(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--format", opts->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
   cmd->add_flag("--allow-equivalent", opts->allow_equivalent,
-                "exit 0 when the states differ only in chains no packet can reach");
+                "exit 0 when the states differ but no packet is treated differently");
+  cmd->add_option("--local-address", opts->local_addresses,
+                  "the node's addresses for the packet-level check (default: the snapshot's node addresses, "
+                  "else one address no rule names)");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

@@ -25,6 +25,7 @@ void add_trace(CLI::App& app, int& exit_code);
 bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, verifier::RulesetState* out,
                 std::string* error);
 void add_verify(CLI::App& app, int& exit_code);
+void add_diff(CLI::App& app, int& exit_code);
 
 /// Reads a whole file, or stdin for "-" (throws std::runtime_error naming the path).
 std::string read_text_file(const std::string& path);

@@ -13,7 +13,11 @@ std::string read_text_file(const std::string& path) {
   if (path == "-") return std::string((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Whole blocks, not a character at a time: rule files are tens of megabytes.
+  std::string text;
+  char block[1 << 16];
+  while (in.read(block, sizeof block) || in.gcount() > 0) text.append(block, static_cast<size_t>(in.gcount()));
+  if (in.bad()) throw std::runtime_error(path + ": read error");
   return text;
 }
 

@@ -2,7 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <set>
+
+#include "verifier/symbolic/report.h"
+#include "verifier/trace/tracer.h"
 
 namespace kpc::verifier {
 namespace {
@@ -69,13 +73,15 @@ const char* verdict_name(Verdict v) {
   switch (v) {
     case Verdict::Identical: return "identical";
     case Verdict::Equivalent: return "equivalent";
-    case Verdict::Differs: return "differs";
+    case Verdict::NotEquivalent: return "not equivalent";
+    case Verdict::CannotProve: return "cannot prove";
     case Verdict::FailsToApply: return "fails to apply";
   }
   return "?";
 }
 
-VerifyResult verify(const RulesetState& prior, std::string_view partial, std::string_view full, Flavor flavor) {
+VerifyResult verify(const RulesetState& prior, std::string_view partial, std::string_view full, Flavor flavor,
+                    const VerifyOptions& vo) {
   VerifyResult r;
   ApplyOptions opts;
   opts.noflush = true;
@@ -96,6 +102,17 @@ VerifyResult verify(const RulesetState& prior, std::string_view partial, std::st
   auto diffs = diff_states(a, b);
   if (diffs.empty()) return r;
   r.verdict = Verdict::Equivalent;
+  // Reachable chains per table and side, computed once (a large-cluster partial differs in thousands of chains).
+  std::map<std::pair<int, int>, std::set<std::string>> reach;
+  auto reachable_in = [&](int side, ir::TableId t) -> const std::set<std::string>& {
+    auto key = std::make_pair(side, static_cast<int>(t));
+    auto it = reach.find(key);
+    if (it == reach.end()) {
+      const RulesetState& st = side ? b : a;
+      it = reach.emplace(key, reachable(st.table(t), *st.store)).first;
+    }
+    return it->second;
+  };
   for (const auto& d : diffs) {
     ChainDifference cd{d.table, d.chain, kind_text(d.kind), false, {}};
     const TableState& ta = a.table(d.table);
@@ -103,15 +120,30 @@ VerifyResult verify(const RulesetState& prior, std::string_view partial, std::st
     if (d.kind == ChainDiff::TablePresence) {
       cd.reachable = true;
     } else {
-      cd.reachable = reachable(ta, *a.store).count(d.chain) || reachable(tb, *b.store).count(d.chain);
+      cd.reachable = reachable_in(0, d.table).count(d.chain) || reachable_in(1, d.table).count(d.chain);
       std::set<std::string> services;
       services_of(ta.find(d.chain), *a.store, services);
       services_of(tb.find(d.chain), *b.store, services);
       cd.services.assign(services.begin(), services.end());
     }
-    if (cd.reachable) r.verdict = Verdict::Differs;
+    if (cd.reachable) r.verdict = Verdict::NotEquivalent;
     r.differences.push_back(std::move(cd));
   }
+  if (r.verdict == Verdict::Equivalent) return r;
+  // Level 2: does any packet see the difference? The full program's state is the reference.
+  if (vo.kube_proxy_jumps && trace::builtin_chains_empty(prior)) {
+    trace::add_kube_proxy_jumps(a);
+    trace::add_kube_proxy_jumps(b);
+  }
+  symbolic::CompareOptions co;
+  co.local_addresses = vo.local_addresses;
+  r.behaviour = symbolic::compare_states(b, a, co);
+  if (r.behaviour->differing_classes)
+    r.verdict = Verdict::NotEquivalent;
+  else if (r.behaviour->undecided_classes)
+    r.verdict = Verdict::CannotProve;
+  else
+    r.verdict = Verdict::Equivalent;
   return r;
 }
 
@@ -130,9 +162,29 @@ std::string format_text(const VerifyResult& r) {
     }
     out += "\n";
   }
-  if (r.verdict == Verdict::Differs)
-    out += "note: reachable chains differ; the packet-level analysis that would prove or refute equivalence "
-           "(with a witness packet) is not implemented yet\n";
+  if (r.behaviour) {
+    const auto& b = *r.behaviour;
+    out += "packets: " + std::to_string(b.differing_classes) + " classes treated differently, " +
+           std::to_string(b.undecided_classes) + " undecided (" + b.narrowing + "; " +
+           std::to_string(b.classes_compared) + " start classes compared)\n";
+    size_t shown = 0;
+    for (const auto& d : b.differences) {
+      if (++shown > 10) {
+        out += "  ... " + std::to_string(b.differences.size() - 10) + " more (--format json lists all)\n";
+        break;
+      }
+      out += std::string(d.undecided ? "  undecided: " : "  witness: ") + d.witness_text + "\n";
+      out += "    class: " + d.cls + "\n";
+      if (!d.services.empty()) {
+        out += "    service:";
+        for (const auto& s : d.services) out += " " + s;
+        out += "\n";
+      }
+      for (const auto& s : d.before) out += "    full:    " + symbolic::format_share(s) + "\n";
+      for (const auto& s : d.after) out += "    partial: " + symbolic::format_share(s) + "\n";
+    }
+    for (const auto& f : b.self_check_failures) out += "internal error: " + f + "\n";
+  }
   return out;
 }
 
@@ -149,6 +201,18 @@ std::string format_json(const VerifyResult& r) {
                                 {"kind", d.kind},
                                 {"reachable", d.reachable},
                                 {"services", d.services}});
+  if (r.behaviour) {
+    const auto& b = *r.behaviour;
+    nlohmann::json jb;
+    jb["differing_classes"] = b.differing_classes;
+    jb["undecided_classes"] = b.undecided_classes;
+    jb["narrowing"] = b.narrowing;
+    jb["witnesses"] = nlohmann::json::array();
+    for (const auto& d : b.differences)
+      jb["witnesses"].push_back(nlohmann::json::parse(symbolic::difference_json(d, "full", "partial").dump()));
+    jb["self_check_failures"] = b.self_check_failures;
+    j["packets"] = jb;
+  }
   return j.dump(2) + "\n";
 }
 

@@ -1,11 +1,15 @@
-// `prior ⊕ partial ≡ full?` — the check KEP-3453 deferred. Level 1 (this file):
-// apply both programs to the prior state with the exact restore state machine and
-// compare the resulting states chain by chain (linear: rules are interned). A
-// difference only in chains no built-in chain can reach (e.g. a stale chain left
-// behind) cannot change any packet's fate: "equivalent". A difference in a
-// reachable chain needs level 2 (packet classes) to decide; until that exists the
-// verdict is "differs" with the chains and the services they belong to, never a
-// guessed "equivalent".
+// `prior ⊕ partial ≡ full?` — the check KEP-3453 deferred.
+// Level 1: apply both programs to the prior state with the exact restore state
+// machine and compare the resulting states chain by chain (linear: rules are
+// interned). Same states: "identical". A difference only in chains no built-in
+// chain can reach (e.g. a stale chain left behind) cannot change any packet's
+// fate: "equivalent".
+// Level 2, when a reachable chain differs: the two states are compared by
+// behaviour (verifier/symbolic/compare.h). No packet class with a different
+// outcome: "equivalent" (the differences are listed); one or more: "not
+// equivalent" with a witness packet per class, its outcomes on both sides and
+// its service; only undecidable classes (a match kpc does not model): "cannot
+// prove", never a guess.
 #pragma once
 
 #include <optional>
@@ -14,14 +18,16 @@
 #include <vector>
 
 #include "verifier/state/state.h"
+#include "verifier/symbolic/compare.h"
 
 namespace kpc::verifier {
 
 enum class Verdict : uint8_t {
-  Identical,    ///< prior+partial is exactly prior+full
-  Equivalent,   ///< the states differ only in chains unreachable from built-in chains
-  Differs,      ///< reachable chains differ (packet-level proof not available yet)
-  FailsToApply  ///< the partial (or the full) program fails on the prior state
+  Identical,      ///< prior+partial is exactly prior+full
+  Equivalent,     ///< the states differ, but no packet is treated differently
+  NotEquivalent,  ///< some packet class has another outcome (witnesses in behaviour)
+  CannotProve,    ///< reachable chains differ and some classes meet matches kpc does not model
+  FailsToApply    ///< the partial (or the full) program fails on the prior state
 };
 const char* verdict_name(Verdict v);
 
@@ -38,9 +44,21 @@ struct VerifyResult {
   std::optional<ApplyError> failure;  ///< with FailsToApply
   std::string failing_program;        ///< "partial" or "full"
   std::vector<ChainDifference> differences;
+  /// Level 2 (when a reachable chain differs): the behavioural comparison, before = prior+full
+  /// (what the node should hold), after = prior+partial (what it would hold).
+  std::optional<symbolic::CompareResult> behaviour;
 };
 
-VerifyResult verify(const RulesetState& prior, std::string_view partial, std::string_view full, Flavor flavor);
+struct VerifyOptions {
+  /// The node's addresses for the packet-level comparison (loopback is always local).
+  std::vector<IPAddr> local_addresses;
+  /// Add kube-proxy's jumps from the built-in chains (which it installs outside its
+  /// restore programs) when the prior state has none, before comparing behaviour.
+  bool kube_proxy_jumps = true;
+};
+
+VerifyResult verify(const RulesetState& prior, std::string_view partial, std::string_view full, Flavor flavor,
+                    const VerifyOptions& options = {});
 
 /// Human-readable report (one line per difference) and a JSON rendering.
 std::string format_text(const VerifyResult& r);

@@ -1,7 +1,10 @@
 // Step 1 of compare_states: semantic chain hashes and the destination atoms a
 // difference can reach. Sound over-approximation: an atom left out provably
 // meets identical rules on both sides.
+#include <deque>
 #include <functional>
+#include <unordered_set>
+#include <map>
 #include <set>
 #include <unordered_map>
 
@@ -47,22 +50,26 @@ std::string_view match_part(std::string_view t, bool jumps, std::string& buf) {
   return t;
 }
 
+bool dst_stable_hook(TableId t, const std::string& builtin);
+
 struct Side {
   const RulesetState& st;
-  std::unordered_map<std::string, uint64_t> chain_hash[5];
-  std::unordered_map<uint32_t, uint64_t> match_hash;  // by rule id (the store may be shared)
-  std::unordered_map<std::string, unsigned> hooks[5];  // chain -> bit set of built-in chains reaching it
+  std::unordered_map<std::string_view, uint64_t> chain_hash[5];  // keys: the state's chain names
+  std::vector<uint64_t> match_hash;  // by rule id; 0 = not computed yet
+  // Chains reachable from a built-in chain where the destination may already be NAT'ed.
+  std::unordered_set<std::string_view> after_nat[5];
+  bool all_after_nat[5] = {false, false, false, false, false};
   std::string buf;
 
-  explicit Side(const RulesetState& s) : st(s) {}
+  explicit Side(const RulesetState& s) : st(s), match_hash(s.store->size(), 0) {}
 
   uint64_t rule_match(uint32_t id) {
-    auto it = match_hash.find(id);
-    if (it != match_hash.end()) return it->second;
+    if (match_hash[id]) return match_hash[id];
     const std::string& j = st.store->jump(id);
     uint64_t h = std::hash<std::string_view>{}(match_part(st.store->text(id), !j.empty(), buf));
     if (!j.empty()) h = mix(h, st.store->is_goto(id) ? 2 : 1);
-    match_hash.emplace(id, h);
+    if (h == 0) h = 1;
+    match_hash[id] = h;
     return h;
   }
 
@@ -78,6 +85,7 @@ struct Side {
     auto it = memo.find(name);
     if (it != memo.end()) return it->second;
     const Chain* c = st.table(t).find(name);
+    std::string_view key = c ? std::string_view(c->name) : std::string_view(missing.emplace_back(name));
     uint64_t h = 0x51ed27;
     if (!c || depth > 64) {
       h = mix(h, c ? 7 : 3);  // missing chain (a dangling jump the state machine let through) / too deep
@@ -85,27 +93,40 @@ struct Side {
       h = mix(h, std::hash<std::string>{}(c->builtin ? c->policy : "-"));
       for (uint32_t id : c->rules) h = mix(h, rule_hash(t, id, depth));
     }
-    memo.emplace(name, h);
+    memo.emplace(key, h);
     return h;
   }
+  std::deque<std::string> missing;  // names of missing chains (stable storage for the memo keys)
 
-  // Which built-in chains reach each chain (bit i = ir::builtin_chains(t)[i]).
-  void compute_hooks(TableId t) {
-    auto& m = hooks[static_cast<int>(t)];
-    const auto& builtins = ir::builtin_chains(t);
-    for (size_t b = 0; b < builtins.size(); ++b) {
-      std::vector<std::string> stack{builtins[b]};
-      while (!stack.empty()) {
-        std::string n = std::move(stack.back());
-        stack.pop_back();
-        unsigned& bits = m[n];
-        if (bits & (1u << b)) continue;
-        bits |= 1u << b;
-        if (const Chain* c = st.table(t).find(n))
-          for (uint32_t id : c->rules)
-            if (const std::string& j = st.store->jump(id); !j.empty()) stack.push_back(j);
+  // Chains reachable from the built-in chains that are not destination-stable (below).
+  // filter and security see only NAT'ed packets: every chain. nat: INPUT, POSTROUTING.
+  void compute_after_nat(TableId t, bool (*stable)(TableId, const std::string&)) {
+    int ti = static_cast<int>(t);
+    bool any_stable = false;
+    for (const auto& b : ir::builtin_chains(t)) any_stable |= stable(t, b);
+    if (!any_stable) {
+      all_after_nat[ti] = true;
+      return;
+    }
+    std::vector<std::string_view> work;
+    for (const auto& b : ir::builtin_chains(t))
+      if (!stable(t, b))
+        if (const Chain* c = st.table(t).find(b); c && after_nat[ti].insert(c->name).second) work.push_back(c->name);
+    while (!work.empty()) {
+      const Chain* c = st.table(t).find(std::string(work.back()));
+      work.pop_back();
+      if (!c) continue;
+      for (uint32_t id : c->rules) {
+        const std::string& j = st.store->jump(id);
+        if (j.empty()) continue;
+        const Chain* tc = st.table(t).find(j);
+        if (tc && after_nat[ti].insert(tc->name).second) work.push_back(tc->name);
       }
     }
+  }
+  bool reached_after_nat(TableId t, const std::string& chain) const {
+    int ti = static_cast<int>(t);
+    return all_after_nat[ti] || after_nat[ti].count(chain);
   }
 };
 
@@ -168,19 +189,23 @@ AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const
   };
 
   for (TableId t : kTables) {
-    A.compute_hooks(t);
-    B.compute_hooks(t);
+    A.compute_after_nat(t, dst_stable_hook);
+    B.compute_after_nat(t, dst_stable_hook);
   }
   struct Pair {
     TableId t;
     std::string ca, cb;
     std::vector<char> reach;
   };
+  // Reach already handled per chain pair: a pair met again is walked again only for new atoms.
+  std::map<std::tuple<int, std::string, std::string>, std::vector<char>> done;
   std::vector<Pair> work;
   std::vector<char> everything(u.atom_count(), 1);
   for (TableId t : kTables)
-    for (const auto& name : ir::builtin_chains(t)) work.push_back(Pair{t, name, name, everything});
-  std::set<std::tuple<int, std::string, std::string>> done;
+    for (const auto& name : ir::builtin_chains(t)) {
+      done[{static_cast<int>(t), name, name}] = everything;
+      work.push_back(Pair{t, name, name, everything});
+    }
   std::vector<char> tmp;
   while (!work.empty()) {
     Pair p = std::move(work.back());
@@ -192,18 +217,12 @@ AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const
     bool empty_b = !cb || (cb->rules.empty() && (!cb->builtin || cb->policy == "ACCEPT"));
     if (ha == hb || (empty_a && empty_b)) continue;
     // Reached from a hook where a DNAT may have rewritten the destination: every atom.
-    const auto& builtins = ir::builtin_chains(p.t);
-    for (int side = 0; side < 2; ++side) {
-      auto& hm = (side ? B : A).hooks[static_cast<int>(p.t)];
-      auto it = hm.find(side ? p.cb : p.ca);
-      unsigned bits = it == hm.end() ? 0 : it->second;
-      for (size_t k = 0; k < builtins.size(); ++k)
-        if ((bits & (1u << k)) && !dst_stable_hook(p.t, builtins[k])) {
-          mark_all(std::string(ir::table_name(p.t)) + " " + (side ? p.cb : p.ca) + " differs and is reached from " +
-                   builtins[k] + " (after NAT)");
-          return out;
-        }
-    }
+    for (int side = 0; side < 2; ++side)
+      if ((side ? B : A).reached_after_nat(p.t, side ? p.cb : p.ca)) {
+        mark_all(std::string(ir::table_name(p.t)) + " " + (side ? p.cb : p.ca) +
+                 " differs where packets may already be NAT'ed");
+        return out;
+      }
     if ((ca && ca->builtin && ca->policy != (cb ? cb->policy : "ACCEPT")) ||
         (cb && cb->builtin && cb->policy != (ca ? ca->policy : "ACCEPT"))) {
       add(p.reach);
@@ -229,8 +248,13 @@ AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const
         rule_atoms(a, ia, p.reach, tmp);
         const std::string &ja = a.store->jump(ia), &jb = b.store->jump(ib);
         if (!ja.empty() && !jb.empty()) {
-          if (done.insert({static_cast<int>(p.t), ja, jb}).second) work.push_back(Pair{p.t, ja, jb, tmp});
-          else add(tmp);  // visited through another path: be safe
+          auto& seen = done[{static_cast<int>(p.t), ja, jb}];
+          if (seen.empty()) seen.assign(tmp.size(), 0);
+          std::vector<char> fresh(tmp.size(), 0);
+          bool any = false;
+          for (size_t k = 0; k < tmp.size(); ++k)
+            if (tmp[k] && !seen[k]) fresh[k] = seen[k] = 1, any = true;
+          if (any) work.push_back(Pair{p.t, ja, jb, std::move(fresh)});
         } else {
           add(tmp);
         }

@@ -57,41 +57,78 @@ bool has_unknown(const Dist& d) {
 
 struct Region {
   PacketClass cls;
-  Dist dist;
+  Dist only_a, only_b;  ///< the unmatched leaves of each side holding this region
 };
 
-// Refines the start class by every leaf: regions where each packet has one distribution.
-std::vector<Region> refine(const PacketClass& start, const std::vector<Leaf>& leaves, const Universe& u) {
-  std::vector<Region> regions{Region{start, {}}};
-  for (const Leaf& l : leaves) {
-    std::vector<Region> next;
-    next.reserve(regions.size() + 4);
-    for (Region& r : regions) {
-      PacketClass inter = r.cls.intersect(l.cls);
-      if (inter.empty(u)) {
-        next.push_back(std::move(r));
-        continue;
+// Refines the start class by the leaves each side has and the other has not. Leaves
+// both sides share (same class, probability and outcome) add the same to both
+// distributions everywhere, so the distributions differ exactly where these sums do:
+// a one-endpoint change in a 1,000-endpoint service refines by 2-4 leaves, not 2,000.
+std::vector<Region> refine(const PacketClass& start, const std::vector<const Leaf*>& a,
+                           const std::vector<const Leaf*>& b, const Universe& u) {
+  std::vector<Region> regions{Region{start, {}, {}}};
+  for (int side = 0; side < 2; ++side)
+    for (const Leaf* l : side ? b : a) {
+      std::vector<Region> next;
+      next.reserve(regions.size() + 4);
+      for (Region& r : regions) {
+        PacketClass inter = r.cls.intersect(l->cls);
+        if (inter.empty(u)) {
+          next.push_back(std::move(r));
+          continue;
+        }
+        for (auto& rest : r.cls.subtract(l->cls, u)) next.push_back(Region{std::move(rest), r.only_a, r.only_b});
+        Region in{std::move(inter), std::move(r.only_a), std::move(r.only_b)};
+        add_to(side ? in.only_b : in.only_a, NormOutcome{l->outcome}, l->prob);
+        next.push_back(std::move(in));
       }
-      for (auto& rest : r.cls.subtract(l.cls, u)) next.push_back(Region{std::move(rest), r.dist});
-      Region in{std::move(inter), std::move(r.dist)};
-      add_to(in.dist, NormOutcome{l.outcome}, l.prob);
-      next.push_back(std::move(in));
+      regions = std::move(next);
     }
-    regions = std::move(next);
-  }
   return regions;
 }
 
-// Leaves as canonical keys: equal multisets mean equal behaviour on the start class.
-std::vector<std::string> leaf_keys(const std::vector<Leaf>& leaves, bool* unknown) {
+bool unknown_in(const std::vector<Leaf>& leaves, const PacketClass& c, const Universe& u) {
+  for (const Leaf& l : leaves)
+    if (l.outcome.verdict == Verdict::Unknown && l.cls.overlaps(c, u)) return true;
+  return false;
+}
+
+// The class of exactly the witness packet.
+PacketClass witness_class(const Witness& w, const Universe& u) {
+  PacketClass c = PacketClass::everything(u);
+  c.src = AddrSet::point(addr_value(w.src));
+  c.dst = AddrSet::point(addr_value(w.dst));
+  c.proto = ProtoSet::of(w.proto);
+  c.sport = PortSet::point(w.sport);
+  c.dport = PortSet::point(w.dport);
+  c.ct = SmallSet::of(w.ct_combo);
+  c.mark_known = ~0u;
+  c.mark_value = w.mark;
+  if (w.in_iface >= 0) c.in_iface = SmallSet::of(static_cast<unsigned>(w.in_iface));
+  if (w.out_iface >= 0) c.out_iface = SmallSet::of(static_cast<unsigned>(w.out_iface));
+  c.client = ClientSet::only(w.client);
+  return c;
+}
+
+// Full distribution of the packets of class c (exact when c is one packet).
+Dist full_dist(const std::vector<Leaf>& leaves, const PacketClass& c, const Universe& u) {
+  Dist d;
+  for (const Leaf& l : leaves)
+    if (l.cls.overlaps(c, u)) add_to(d, NormOutcome{normalize(l.outcome, c)}, l.prob);
+  return d;
+}
+
+// Each leaf as a canonical key: equal keys are the same leaf (class, probability, outcome).
+std::vector<std::string> leaf_keys(const std::vector<Leaf>& leaves) {
   std::vector<std::string> keys;
   keys.reserve(leaves.size());
   for (const Leaf& l : leaves) {
-    if (l.outcome.verdict == Verdict::Unknown) *unknown = true;
     SymOutcome n = normalize(l.outcome, l.cls);
     std::string k = l.cls.key();
     k += '|';
-    k += l.prob.fraction();
+    k += l.prob.numerator().raw();
+    k += '/';
+    k += std::to_string(l.prob.denominator_log2());
     char b[96];
     std::snprintf(b, sizeof b, "|%d|%d|%d|%x|%x|%x|", static_cast<int>(n.verdict), n.dnat, n.masquerade, n.mark_const,
                   n.mark_value, n.mark_flip);
@@ -103,8 +140,29 @@ std::vector<std::string> leaf_keys(const std::vector<Leaf>& leaves, bool* unknow
     }
     keys.push_back(std::move(k));
   }
-  std::sort(keys.begin(), keys.end());
   return keys;
+}
+
+// Leaves of each side without an equal leaf on the other side (multiset difference).
+void unmatched(const std::vector<Leaf>& la, const std::vector<Leaf>& lb, std::vector<const Leaf*>* only_a,
+               std::vector<const Leaf*>* only_b, std::vector<const Leaf*>* shared_unknown) {
+  auto ka = leaf_keys(la), kb = leaf_keys(lb);
+  std::vector<size_t> ia(la.size()), ib(lb.size());
+  for (size_t i = 0; i < ia.size(); ++i) ia[i] = i;
+  for (size_t i = 0; i < ib.size(); ++i) ib[i] = i;
+  std::sort(ia.begin(), ia.end(), [&](size_t x, size_t y) { return ka[x] < ka[y]; });
+  std::sort(ib.begin(), ib.end(), [&](size_t x, size_t y) { return kb[x] < kb[y]; });
+  size_t x = 0, y = 0;
+  while (x < ia.size() || y < ib.size()) {
+    if (y == ib.size() || (x < ia.size() && ka[ia[x]] < kb[ib[y]])) {
+      only_a->push_back(&la[ia[x++]]);
+    } else if (x == ia.size() || kb[ib[y]] < ka[ia[x]]) {
+      only_b->push_back(&lb[ib[y++]]);
+    } else {
+      if (la[ia[x]].outcome.verdict == Verdict::Unknown) shared_unknown->push_back(&la[ia[x]]);
+      ++x, ++y;
+    }
+  }
 }
 
 std::string dnat_text(const SymOutcome& o, IPFamily f) {
@@ -292,9 +350,13 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
   to.local_addresses = opt.local_addresses;
   trace::Tracer ta(before, to), tb(after, to);
 
+  size_t traced_total = 0;
   for (size_t ai = 0; ai < u.atom_count(); ++ai) {
     if (!aff.atom[ai]) continue;
+    std::vector<std::string> atom_services;  // from the traced witnesses of this atom
+    size_t first_of_atom = res.differences.size();
     for (Origin origin : {Origin::Arriving, Origin::Node}) {
+      size_t traced_here = 0;
       PacketClass start = PacketClass::everything(u);
       auto [lo, hi] = u.atom(ai);
       start.dst = AddrSet::range(lo, hi);
@@ -302,29 +364,68 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
       auto lb = eb.explore(start, origin);
       res.leaves += la.size() + lb.size();
       ++res.classes_compared;
-      bool unk = false;
-      if (leaf_keys(la, &unk) == leaf_keys(lb, &unk) && !unk) continue;
-      auto ra = refine(start, la, u);
-      auto rb = refine(start, lb, u);
-      for (const Region& x : ra)
-        for (const Region& y : rb) {
-          PacketClass c = x.cls.intersect(y.cls);
-          if (c.empty(u)) continue;
-          Dist da = normalized(x.dist, c), db = normalized(y.dist, c);
-          bool undecided = has_unknown(da) || has_unknown(db);
-          if (!undecided && da == db) continue;
+      std::vector<const Leaf*> only_a, only_b, shared_unknown;
+      unmatched(la, lb, &only_a, &only_b, &shared_unknown);
+      if (only_a.empty() && only_b.empty() && shared_unknown.empty()) continue;
+      // Candidate classes: where the unmatched leaves' sums differ, one outcome at a time.
+      // Grouping by outcome keeps each refinement to the few leaves of one outcome (a
+      // statistic cascade gives each endpoint its own DNAT outcome), so a change early in
+      // a 1,000-endpoint cascade costs ~1,000 small refinements, not one quadratic one.
+      // A packet differs iff some outcome's probability differs at it, so the union of
+      // the groups' regions is exactly the differing set; later regions are cut by the
+      // earlier ones, keeping the reported classes disjoint. Unknown leaves group by reason.
+      std::map<std::string, std::pair<std::vector<const Leaf*>, std::vector<const Leaf*>>> by_outcome;
+      for (int side = 0; side < 2; ++side)
+        for (const Leaf* l : side ? only_b : only_a) {
+          SymOutcome n = normalize(l->outcome, l->cls);
+          n.mark_const = n.mark_value = n.mark_flip = 0;  // marks: compared per region below
+          std::string k = std::to_string(static_cast<int>(n.verdict)) + "|" + n.route + "|" +
+                          (n.dnat ? dnat_text(n, u.family) : "") + "|" + (n.masquerade ? "m" : "") + "|" + n.snat +
+                          "|" + n.unknown;
+          (side ? by_outcome[k].second : by_outcome[k].first).push_back(l);
+        }
+      std::vector<PacketClass> candidates;
+      for (const auto& [key, group] : by_outcome) {
+        for (const Region& r : refine(start, group.first, group.second, u)) {
+          bool ua = has_unknown(r.only_a), ub = has_unknown(r.only_b);
+          if (!ua && !ub && normalized(r.only_a, r.cls) == normalized(r.only_b, r.cls)) continue;
+          std::vector<PacketClass> pieces{r.cls};
+          for (const PacketClass& c : candidates) {
+            std::vector<PacketClass> rest;
+            for (const PacketClass& pc : pieces)
+              for (auto& x : pc.subtract(c, u)) rest.push_back(std::move(x));
+            pieces = std::move(rest);
+            if (pieces.empty()) break;
+          }
+          for (auto& pc : pieces) candidates.push_back(std::move(pc));
+        }
+      }
+      for (const Leaf* l : shared_unknown) candidates.push_back(l->cls);
+      for (const PacketClass& c : candidates) {
+          // Undecided if an Unknown outcome (either side, shared or not) reaches into the class.
+          bool undecided = unknown_in(la, c, u) || unknown_in(lb, c, u);
+          Witness w = pick_witness(c, u);
+          PacketClass pt = witness_class(w, u);
+          Dist da = full_dist(la, pt, u), db = full_dist(lb, pt, u);
+          if (!undecided && da == db) continue;  // cannot happen: the unmatched sums differ on all of c
           (undecided ? res.undecided_classes : res.differing_classes)++;
           if (res.differences.size() >= opt.max_reported) continue;
           Difference d;
           d.origin = origin;
           d.undecided = undecided;
           d.cls = describe(c, u);
-          Witness w = pick_witness(c, u);
           d.witness_a = concrete(w, origin, u, ea);
           d.witness_b = concrete(w, origin, u, eb);
           d.witness_text = witness_text(d.witness_a, origin, u, w.client);
           d.before = shares(da, w.mark, u.family);
           d.after = shares(db, w.mark, u.family);
+          if (traced_here >= opt.traced_per_start || traced_total >= opt.traced_total) {
+            res.differences.push_back(std::move(d));
+            continue;
+          }
+          ++traced_here;
+          ++traced_total;
+          d.traced = true;
           auto tra = ta.trace(d.witness_a);
           auto trb = tb.trace(d.witness_b);
           if (!undecided) {
@@ -339,9 +440,14 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
                 if (std::find(d.services.begin(), d.services.end(), s) == d.services.end()) d.services.push_back(s);
           d.path_before = best_path(tra);
           d.path_after = best_path(trb);
+          for (const auto& sv : d.services)
+            if (std::find(atom_services.begin(), atom_services.end(), sv) == atom_services.end())
+              atom_services.push_back(sv);
           res.differences.push_back(std::move(d));
         }
     }
+    for (size_t k = first_of_atom; k < res.differences.size(); ++k)
+      if (!res.differences[k].traced) res.differences[k].services = atom_services;
   }
   std::stable_sort(res.differences.begin(), res.differences.end(),
                    [](const Difference& a, const Difference& b) { return a.undecided < b.undecided; });

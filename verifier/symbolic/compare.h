@@ -34,6 +34,10 @@ struct CompareOptions {
   bool explore_all = false;
   /// Stop collecting after this many differences (the count still says how many classes differ).
   size_t max_reported = 2000;
+  /// Witnesses traced concretely (paths, services, self-check): per start class and in all.
+  /// The concrete tracer copies each path per statistic branch (quadratic in a service's
+  /// endpoints), so big diffs trace a sample; the others share their start class's services.
+  size_t traced_per_start = 3, traced_total = 200;
 };
 
 /// One outcome of a distribution, concrete for the class it is shown for.
@@ -59,6 +63,7 @@ struct Difference {
   std::vector<std::string> services;  ///< "ns/name:port" on either side's paths
   std::vector<std::string> path_before, path_after;  ///< rules of the most likely outcome's path
   bool undecided = false;  ///< an Unknown outcome: neither proved equal nor different
+  bool traced = false;     ///< the witness was run through the concrete tracer (paths, self-check)
 };
 
 struct CompareResult {

@@ -108,10 +108,9 @@ size_t Universe::atom_of(u128 a) const {
 }
 
 uint32_t Universe::affinity_id(const std::string& key) {
-  for (size_t i = 0; i < affinity_keys.size(); ++i)
-    if (affinity_keys[i] == key) return static_cast<uint32_t>(i);
-  affinity_keys.push_back(key);
-  return static_cast<uint32_t>(affinity_keys.size() - 1);
+  auto [it, added] = affinity_index.emplace(key, static_cast<uint32_t>(affinity_keys.size()));
+  if (added) affinity_keys.push_back(key);
+  return it->second;
 }
 
 // ------------------------------------------------------------------ classes
@@ -263,11 +262,10 @@ template <typename T>
 T prefer(const RangeSet<T>& s, std::initializer_list<T> wanted) {
   for (T w : wanted)
     if (s.contains(w)) return w;
-  T f = s.first();
-  // Avoid the all-zero value when the set has others (port 0, 0.0.0.0 read oddly).
-  if (f == 0 && !(s.intervals()[0].second == 0 && s.intervals().size() == 1))
-    return s.intervals()[0].second > 0 ? T(1) : s.intervals()[1].first;
-  return f;
+  // Not the first value of a range when it has others: port 0 and network
+  // addresses (10.0.0.0, 127.0.0.0) read oddly in a witness.
+  const auto& first = s.intervals()[0];
+  return first.second > first.first ? T(first.first + 1) : first.first;
 }
 
 }  // namespace

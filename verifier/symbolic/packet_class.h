@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,7 @@ struct Universe {
   std::vector<std::string> ifaces;   ///< interface atoms (a representative name each)
   std::vector<std::string> affinity_keys = {"(new client)"};  ///< id -> canonical key
   std::vector<u128> dst_cuts;        ///< sorted starts of the destination atoms (first is 0)
+  std::unordered_map<std::string, uint32_t> affinity_index;  ///< key -> id (ids 1...)
 
   size_t atom_count() const { return dst_cuts.size(); }
   std::pair<u128, u128> atom(size_t i) const {

@@ -36,6 +36,10 @@ class BigUInt {
   BigUInt& shr(size_t bits);
   uint32_t divmod_small(uint32_t d);  ///< *this /= d, returns the remainder
   std::string str() const;            ///< decimal
+  /// The limbs as bytes: a cheap exact key (decimal conversion is quadratic in the digits).
+  std::string raw() const {
+    return std::string(reinterpret_cast<const char*>(limbs_.data()), limbs_.size() * sizeof(uint32_t));
+  }
   double to_double() const;
   /// Fits in 64 bits: the value, else nullopt-like false.
   bool to_u64(uint64_t* out) const;

@@ -1,0 +1,141 @@
+#include "verifier/symbolic/report.h"
+
+#include <cstdio>
+#include <map>
+
+namespace kpc::verifier::symbolic {
+
+namespace {
+
+std::string hex(uint32_t v) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%x", v);
+  return b;
+}
+
+std::string service_key(const Difference& d) { return d.services.empty() ? "(no service)" : d.services[0]; }
+
+// Differences grouped by service, in order of first appearance (the comparison's order is deterministic).
+std::vector<std::pair<std::string, std::vector<const Difference*>>> by_service(const CompareResult& r) {
+  std::vector<std::pair<std::string, std::vector<const Difference*>>> groups;
+  std::map<std::string, size_t> index;
+  for (const auto& d : r.differences) {
+    std::string k = service_key(d);
+    auto it = index.find(k);
+    if (it == index.end()) {
+      it = index.emplace(k, groups.size()).first;
+      groups.push_back({k, {}});
+    }
+    groups[it->second].second.push_back(&d);
+  }
+  return groups;
+}
+
+}  // namespace
+
+nlohmann::ordered_json share_json(const OutcomeShare& s) {
+  nlohmann::ordered_json j;
+  j["probability"] = s.probability.fraction();
+  j["p"] = s.probability.to_double();
+  j["verdict"] = trace::verdict_name(s.verdict);
+  if (!s.route.empty()) j["route"] = s.route;
+  if (!s.dnat.empty()) j["dnat"] = s.dnat;
+  j["masquerade"] = s.masquerade;
+  if (!s.snat.empty()) j["snat"] = s.snat;
+  j["mark"] = hex(s.mark);
+  if (!s.unknown.empty()) j["unknown"] = s.unknown;
+  return j;
+}
+
+nlohmann::ordered_json difference_json(const Difference& d, const char* before_name, const char* after_name) {
+  nlohmann::ordered_json j;
+  j["undecided"] = d.undecided;
+  j["origin"] = origin_name(d.origin);
+  j["class"] = d.cls;
+  const trace::Packet& p = d.witness_a;
+  nlohmann::ordered_json w;
+  w["text"] = d.witness_text;
+  w["proto"] = trace::proto_name(p.proto);
+  w["src"] = p.src.str();
+  w["sport"] = p.sport.value_or(0);
+  w["dst"] = p.dst.str();
+  w["dport"] = p.dport;
+  w["ctstate"] = ir::ctstate_text(p.ctstate);
+  w["mark"] = hex(p.mark);
+  if (p.in_iface && d.origin == Origin::Arriving) w["in_iface"] = *p.in_iface;
+  j["witness"] = w;
+  j["services"] = d.services;
+  auto arr = [](const std::vector<OutcomeShare>& v) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (const auto& s : v) a.push_back(share_json(s));
+    return a;
+  };
+  j[before_name] = arr(d.before);
+  j[after_name] = arr(d.after);
+  j[std::string("path_") + before_name] = d.path_before;
+  j[std::string("path_") + after_name] = d.path_after;
+  return j;
+}
+
+std::string diff_text(const CompareResult& r, const ReportOptions& o) {
+  std::string out;
+  if (r.equivalent()) {
+    out += "equivalent: no packet is treated differently";
+    out += r.equivalent_by_hash ? " (" + r.narrowing + ")\n"
+                                : " (" + r.narrowing + "; " + std::to_string(r.classes_compared) +
+                                      " start classes, " + std::to_string(r.leaves) + " leaves)\n";
+    return out;
+  }
+  auto groups = by_service(r);
+  out += std::to_string(r.differing_classes) + " packet classes behave differently, " +
+         std::to_string(r.undecided_classes) + " undecided, in " + std::to_string(groups.size()) +
+         (groups.size() == 1 ? " service" : " services") + "\n";
+  out += "(" + r.narrowing + "; " + std::to_string(r.classes_compared) + " start classes, " +
+         std::to_string(r.leaves) + " leaves)\n";
+  if (r.differences.size() < r.differing_classes + r.undecided_classes)
+    out += "(showing the first " + std::to_string(r.differences.size()) + ")\n";
+  for (const auto& [svc, diffs] : groups) {
+    out += "\n" + svc + ": " + std::to_string(diffs.size()) + (diffs.size() == 1 ? " class\n" : " classes\n");
+    size_t n = 0;
+    for (const Difference* d : diffs) {
+      if (++n > o.max_per_service) {
+        out += "  ... " + std::to_string(diffs.size() - o.max_per_service) + " more (--format json lists all)\n";
+        break;
+      }
+      out += std::string("  ") + (d->undecided ? "UNDECIDED " : "") + origin_name(d->origin) + ": " + d->cls + "\n";
+      out += "    witness: " + d->witness_text + "\n";
+      for (const auto& s : d->before) out += std::string("    ") + o.before_name + ": " + format_share(s) + "\n";
+      for (const auto& s : d->after) out += std::string("    ") + o.after_name + ": " + format_share(s) + "\n";
+      if (o.paths && n == 1) {  // one path per service: the rest differ only in the class
+        for (const auto& l : d->path_before) out += std::string("      ") + o.before_name + " path: " + l + "\n";
+        for (const auto& l : d->path_after) out += std::string("      ") + o.after_name + " path: " + l + "\n";
+      }
+    }
+  }
+  for (const auto& f : r.self_check_failures) out += "internal error: " + f + "\n";
+  return out;
+}
+
+std::string diff_json(const CompareResult& r, const ReportOptions& o) {
+  nlohmann::ordered_json j;
+  j["equivalent"] = r.equivalent();
+  j["differing_classes"] = r.differing_classes;
+  j["undecided_classes"] = r.undecided_classes;
+  j["narrowing"] = r.narrowing;
+  j["atoms"] = r.atoms;
+  j["atoms_explored"] = r.atoms_explored;
+  j["start_classes"] = r.classes_compared;
+  j["leaves"] = r.leaves;
+  j["services"] = nlohmann::ordered_json::array();
+  for (const auto& [svc, diffs] : by_service(r)) {
+    nlohmann::ordered_json g;
+    g["service"] = svc;
+    g["differences"] = nlohmann::ordered_json::array();
+    for (const Difference* d : diffs) g["differences"].push_back(difference_json(*d, o.before_name, o.after_name));
+    j["services"].push_back(std::move(g));
+  }
+  j["self_check_failures"] = r.self_check_failures;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace kpc::verifier::symbolic

@@ -1,0 +1,25 @@
+// Reports of a behavioural comparison: `kpc diff`'s text and JSON, grouped by
+// service ("ns/name:port", from the rule comments on the witnesses' paths), and
+// the pieces `kpc verify` reuses.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "verifier/symbolic/compare.h"
+
+namespace kpc::verifier::symbolic {
+
+nlohmann::ordered_json share_json(const OutcomeShare& s);
+nlohmann::ordered_json difference_json(const Difference& d, const char* before_name, const char* after_name);
+
+struct ReportOptions {
+  const char* before_name = "before";
+  const char* after_name = "after";
+  size_t max_per_service = 4;  ///< text only; JSON lists every difference kept
+  bool paths = true;           ///< the most likely path on each side, first class of each service (text)
+};
+std::string diff_text(const CompareResult& r, const ReportOptions& o = {});
+std::string diff_json(const CompareResult& r, const ReportOptions& o = {});
+
+}  // namespace kpc::verifier::symbolic
