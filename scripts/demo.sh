@@ -40,6 +40,21 @@ printf '\nTrace a packet from a pod to shop/cart (ClientIP affinity, three endpo
 step "$KPC" trace "$OUT/iptables.restore" --src 10.244.1.50 --dst 10.96.30.30 --proto tcp --dport 9000 --from pod \
   | grep -E '^(\[|[0-9]+ outcomes)'
 
+printf '\nA partial that forgot the new endpoint: kpc verify proves the difference with a witness packet:\n'
+grep -v -- '-> 10.244.1.9:' "$OUT/partial.restore" > "$OUT/bad-partial.restore"
+set +e
+step "$KPC" verify --state "$OUT/iptables.restore" --partial "$OUT/bad-partial.restore" --full "$OUT/next-full.restore" \
+  | head -n 12
+set -e
+
+printf '\nPre-upgrade diff: the same rules under other chain names are equivalent; the change is not:\n'
+sed 's/KUBE-SEP-/KUBE-SEX-/g' "$OUT/iptables.restore" > "$OUT/renamed.restore"
+step "$KPC" diff "$OUT/iptables.restore" "$OUT/renamed.restore"
+set +e
+step "$KPC" diff "$EXAMPLE" "$OUT/next" | head -n 16
+echo "exit code: ${PIPESTATUS[0]}"
+set -e
+
 printf '\nDrift: the node lost a rule and has a stale chain; kpc writes the smallest repair:\n'
 sed -e '0,/^-A KUBE-SVC-.*probability.*$/{/^-A KUBE-SVC-.*probability.*$/d}' \
     -e 's/^:KUBE-MARK-MASQ - \[0:0\]$/:KUBE-MARK-MASQ - [0:0]\n:KUBE-SEP-STALE0000000000 - [0:0]/' \
