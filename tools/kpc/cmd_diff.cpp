@@ -10,7 +10,6 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
-#include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
 #include "verifier/symbolic/report.h"
 #include "verifier/trace/tracer.h"
@@ -72,12 +71,7 @@ bool read_side(const std::vector<std::string>& inputs, const DiffOptions& o, ver
   bool ok = load_snapshot(inputs, LoadOptions{}, sm, &snap, diags);
   std::optional<CompileResult> c;
   if (ok) c = compile_iptables(snap, backend, {}, diags);
-  if (c)
-    if (auto node = proxy::build_node_context(snap, family, diags)) {
-      if (node->node_ip) local->push_back(*node->node_ip);
-      for (const auto& a : node->host_addresses)
-        if (!a.is_loopback()) local->push_back(*&a);
-    }
+  if (c) append_node_addresses(snap, family, local);
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
   if (!c) return false;
@@ -104,20 +98,7 @@ int run(const DiffOptions& o) {
   reader.join();
   if (!ok_old || !ok_new) return kExitError;
   local.insert(local.end(), local_new.begin(), local_new.end());
-  IPFamily family = before.family;
-  if (!o.local_addresses.empty()) local.clear();
-  for (const auto& s : o.local_addresses) {
-    auto a = IPAddr::parse(s);
-    if (!a || a->family != family) {
-      std::fprintf(stderr, "kpc diff: --local-address: not an %s address: %s\n", family_name(family), s.c_str());
-      return kExitError;
-    }
-    local.push_back(*a);
-  }
-  std::sort(local.begin(), local.end());
-  local.erase(std::unique(local.begin(), local.end()), local.end());
-  if (local.empty())  // a node address no rule names: what any unnamed node address does
-    local.push_back(*IPAddr::parse(family == IPFamily::V4 ? "192.0.2.254" : "2001:db8::fe"));
+  if (!choose_local_addresses(o.local_addresses, local, before.family, "diff", &local)) return kExitError;
   for (auto* st : {&before, &after}) {
     bool add = o.jumps == "yes" || (o.jumps == "auto" && verifier::trace::builtin_chains_empty(*st));
     std::string err;

@@ -5,7 +5,6 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
-#include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
 #include "verifier/equiv/verify.h"
 
@@ -37,11 +36,7 @@ bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, 
     PriorOptions full_sync;  // what a full sync on that prior writes (it deletes stale chains too)
     full_sync.force_full = true;
     c = compile_iptables_from_prior(next_snap, prior_snap, backend, full_sync, diags);
-    if (auto node = proxy::build_node_context(next_snap, backend_family(backend), diags)) {
-      if (node->node_ip) local->push_back(*node->node_ip);
-      for (const auto& a : node->host_addresses)
-        if (!a.is_loopback()) local->push_back(a);
-    }
+    append_node_addresses(next_snap, backend_family(backend), local);
   }
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
@@ -86,17 +81,7 @@ int run(const VerifyOptions& o) {
       return kExitError;
     }
   }
-  if (!o.local_addresses.empty()) local.clear();
-  for (const auto& s : o.local_addresses) {
-    auto a = IPAddr::parse(s);
-    if (!a || a->family != family) {
-      std::fprintf(stderr, "kpc verify: --local-address: not an %s address: %s\n", family_name(family), s.c_str());
-      return kExitError;
-    }
-    local.push_back(*a);
-  }
-  if (local.empty())  // a node address no rule names: what any unnamed node address does
-    local.push_back(*IPAddr::parse(family == IPFamily::V4 ? "192.0.2.254" : "2001:db8::fe"));
+  if (!choose_local_addresses(o.local_addresses, local, family, "verify", &local)) return kExitError;
   verifier::VerifyOptions vo;
   vo.local_addresses = local;
   auto r = verifier::verify(prior, partial, full, flavor, vo);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "compiler/iptables/lower.h"
+#include "compiler/model/objects.h"
 #include "verifier/state/state.h"
 
 namespace kpc::cli {
@@ -25,6 +26,12 @@ void add_trace(CLI::App& app, int& exit_code);
 bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, verifier::RulesetState* out,
                 std::string* error);
 void add_verify(CLI::App& app, int& exit_code);
+/// The node's addresses of a snapshot (node IP and non-loopback host addresses of the family).
+void append_node_addresses(const Snapshot& snap, IPFamily family, std::vector<IPAddr>* out);
+/// The local addresses for packet-level checks: --local-address values (checked for the family),
+/// else the derived ones, else one stand-in address no rule names. False (message printed) on a bad value.
+bool choose_local_addresses(const std::vector<std::string>& given, std::vector<IPAddr> derived, IPFamily family,
+                            const char* command, std::vector<IPAddr>* out);
 void add_diff(CLI::App& app, int& exit_code);
 
 /// Reads a whole file, or stdin for "-" (throws std::runtime_error naming the path).

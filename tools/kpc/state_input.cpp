@@ -1,5 +1,9 @@
 // Reading a node state for --state / --prior-state: an iptables-save dump, or a
 // restore program (applied with --noflush to an empty node), as users have either.
+#include <algorithm>
+#include <cstdio>
+
+#include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
 
 namespace kpc::cli {
@@ -24,6 +28,38 @@ bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavo
     *error = path + ":" + std::to_string(res.error->line) + ": error[E0900]: " + res.error->reason;
     return false;
   }
+  return true;
+}
+
+}  // namespace kpc::cli
+
+namespace kpc::cli {
+
+void append_node_addresses(const Snapshot& snap, IPFamily family, std::vector<IPAddr>* out) {
+  DiagSink quiet;  // the snapshot compiled already: its diagnostics were printed then
+  auto node = proxy::build_node_context(snap, family, quiet);
+  if (!node) return;
+  if (node->node_ip) out->push_back(*node->node_ip);
+  for (const auto& a : node->host_addresses)
+    if (!a.is_loopback()) out->push_back(a);
+}
+
+bool choose_local_addresses(const std::vector<std::string>& given, std::vector<IPAddr> derived, IPFamily family,
+                            const char* command, std::vector<IPAddr>* out) {
+  out->clear();
+  if (given.empty()) *out = std::move(derived);
+  for (const auto& s : given) {
+    auto a = IPAddr::parse(s);
+    if (!a || a->family != family) {
+      std::fprintf(stderr, "kpc %s: --local-address: not an %s address: %s\n", command, family_name(family), s.c_str());
+      return false;
+    }
+    out->push_back(*a);
+  }
+  std::sort(out->begin(), out->end());
+  out->erase(std::unique(out->begin(), out->end()), out->end());
+  if (out->empty())  // a node address no rule names: what any unnamed node address does
+    out->push_back(*IPAddr::parse(family == IPFamily::V4 ? "192.0.2.254" : "2001:db8::fe"));
   return true;
 }
 
