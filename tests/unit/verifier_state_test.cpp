@@ -310,6 +310,7 @@ TEST(VerifierState, DeclaredChainNamesAsTheRealTool) {
   EXPECT_EQ(o.result.error->message,
             "iptables-restore v1.8.9 (legacy): Couldn't load match `nosuch':No such file or directory\n\n"
             "Error occurred at line: 2\nTry `iptables-restore -h' or 'iptables-restore --help' for more information.\n");
+  EXPECT_EQ(o.result.error->reason, "Couldn't load match `nosuch':No such file or directory");  // one line
 }
 
 TEST(VerifierState, NftValidatesEveryRuleAfterALoopFailure) {

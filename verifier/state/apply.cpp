@@ -810,7 +810,11 @@ void Applier::parse_error(const ParseError& perr) {
     case ParseErrorKind::Unsupported: {
       std::string msg = perr.message;
       for (size_t p; (p = msg.find("%PROG%")) != std::string::npos;) msg.replace(p, 6, prog_);
-      param_error(perr.line, msg, msg, ErrorClass::Syntax);
+      // The reason is one line; the message keeps the real tool's blank lines.
+      std::string_view reason = msg;
+      while (!reason.empty() && reason.front() == '\n') reason.remove_prefix(1);
+      while (!reason.empty() && reason.back() == '\n') reason.remove_suffix(1);
+      param_error(perr.line, msg, std::string(reason), ErrorClass::Syntax);
       break;
     }
   }
