@@ -81,10 +81,8 @@ RC_GTEST_PROP(VerifierRoundTrip, StreamingAgreesWithTwoStep, ()) {
   }
 }
 
-// Mutations that keep most of a program's shape: the parser and simulator must survive them.
-RC_GTEST_PROP(VerifierRobustness, MutatedProgramsNeverCrash, ()) {
-  auto c = *test::vgen::gen_restore_case();
-  std::string text = c.init + c.program;
+// A few random byte edits (erase, insert, overwrite) from an alphabet of the bytes that matter.
+std::string mutate(std::string text) {
   int edits = *rc::gen::inRange(1, 12);
   static const std::string alphabet = std::string("\"\\ !-:*[]#\n\t\0\x01\xff", 15) + "ACDEFIJLNPRSXZjgmpsdio0123456789";
   for (int k = 0; k < edits && !text.empty(); ++k) {
@@ -95,6 +93,72 @@ RC_GTEST_PROP(VerifierRobustness, MutatedProgramsNeverCrash, ()) {
       default: text[pos] = alphabet[*rc::gen::inRange<size_t>(0, alphabet.size())]; break;
     }
   }
+  return text;
+}
+
+// What apply_text does to be fast must change nothing the real tool would show:
+// lines the store knows from earlier programs (read without parsing), the tail of a
+// program parsed on a second thread (forced here on programs of any size), and
+// discard_on_failure (a failing block works on the table in place). Each variant
+// must give the same verdict, line and message, and on success the same state.
+struct Outcome {
+  bool ok;
+  uint32_t line;
+  int exit_code;
+  std::string message, dump;
+};
+Outcome apply_both(RulesetState st, const test::vgen::RestoreCase& c, Flavor f, ApplyOptions base) {
+  ApplyOptions init = base, prog = base;
+  init.noflush = true;
+  prog.noflush = c.noflush;
+  init.flavor = prog.flavor = f;
+  auto r0 = apply_text(st, c.init, init);
+  auto r = r0.ok() ? apply_text(st, c.program, prog) : r0;
+  Outcome o{r.ok(), r.ok() ? 0 : r.error->line, r.ok() ? 0 : r.error->exit_code, r.ok() ? "" : r.error->message, ""};
+  if (r.ok() || !base.discard_on_failure) o.dump = print_save(st, f) + "#";  // "#": never empty
+  return o;
+}
+void expect_same(const Outcome& a, const Outcome& b, const char* what) {
+  RC_ASSERT_FALSE(a.ok != b.ok || a.line != b.line || a.exit_code != b.exit_code || a.message != b.message);
+  if (!a.dump.empty() && !b.dump.empty() && a.dump != b.dump) RC_FAIL(std::string(what) + ": states differ\n" + a.dump + "\n----\n" + b.dump);
+}
+
+RC_GTEST_PROP(VerifierFastPaths, KnownLinesParallelParseAndInPlaceChangeNothing, ()) {
+  auto c = *test::vgen::gen_restore_case();
+  if (*rc::gen::arbitrary<bool>()) c.program = mutate(c.program);  // quotes, NULs, odd chain words
+  IPFamily fam = c.ipv6 ? IPFamily::V6 : IPFamily::V4;
+  RC_LOG() << "init:\n" << c.init << "program:\n" << c.program << "\n";
+  ApplyOptions plain;
+  plain.parallel_parse_min_bytes = SIZE_MAX;
+  for (Flavor f : {Flavor::Legacy, Flavor::Nft}) {
+    Outcome ref = apply_both(RulesetState::empty(fam), c, f, plain);
+    // Known lines: a store that has read both programs before (in both flavours and
+    // modes, so every line it could remember is remembered).
+    auto warm = std::make_shared<RuleStore>();
+    for (Flavor g : {Flavor::Legacy, Flavor::Nft})
+      for (bool nf : {true, false}) {
+        RulesetState scratch = RulesetState::empty(fam, warm);
+        ApplyOptions o = plain;
+        o.flavor = g;
+        o.noflush = nf;
+        apply_text(scratch, c.init, o);
+        apply_text(scratch, c.program, o);
+      }
+    expect_same(apply_both(RulesetState::empty(fam, warm), c, f, plain), ref, "known lines");
+    ApplyOptions parallel;
+    parallel.parallel_parse_min_bytes = 0;
+    parallel.parallel_parse_split_percent = *rc::gen::inRange(0u, 101u);
+    expect_same(apply_both(RulesetState::empty(fam), c, f, parallel), ref, "parallel parse");
+    ApplyOptions in_place = plain;
+    in_place.discard_on_failure = true;
+    expect_same(apply_both(RulesetState::empty(fam), c, f, in_place), ref, "in place");
+  }
+}
+
+// Mutations that keep most of a program's shape: the parser and simulator must survive them.
+RC_GTEST_PROP(VerifierRobustness, MutatedProgramsNeverCrash, ()) {
+  auto c = *test::vgen::gen_restore_case();
+  std::string text = mutate(c.init + c.program);
   for (Flavor f : {Flavor::Legacy, Flavor::Nft})
     for (bool noflush : {true, false}) {
       RulesetState st = RulesetState::empty(c.ipv6 ? IPFamily::V6 : IPFamily::V4);

@@ -374,6 +374,43 @@ TEST(VerifierState, ApplyTextMatchesApply) {
     }
 }
 
+// apply_text's fast paths (parsing the tail of a program on a second thread, lines
+// known from earlier programs) change nothing: every hand-written case, split at every
+// percent. Regression: a tail parser that started just before an -A line in one table
+// kept that line as "rememberable" through the next table's chain declarations, and
+// taught the store that the line reads as an empty rule there.
+TEST(VerifierState, ParallelParseAndKnownLinesAtEverySplit) {
+  std::vector<std::pair<std::string, std::string>> programs;
+  for (const Case& c : kCases) programs.emplace_back(c.init, c.program);
+  programs.emplace_back("",
+                        "*raw\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-AAAA - [0:0]\n-A KUBE-SVC-AAAA -j KUBE-SERVICES\nCOMMIT\n"
+                        "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-AAAA - [0:0]\n:b - [0:0]\n"
+                        "-A KUBE-SVC-AAAA -j KUBE-SERVICES\nCOMMIT\n");
+  auto run = [](const std::pair<std::string, std::string>& p, Flavor f, ApplyOptions o, std::shared_ptr<RuleStore> store) {
+    RulesetState st = RulesetState::empty(IPFamily::V4, store);
+    o.flavor = f;
+    o.noflush = true;
+    auto r = p.first.empty() ? ApplyResult{} : apply_text(st, p.first, o);
+    if (r.ok()) r = apply_text(st, p.second, o);
+    return (r.ok() ? std::string("ok") : std::to_string(r.error->line) + " " + r.error->message) + "\n" + print_save(st, f);
+  };
+  for (const auto& p : programs)
+    for (Flavor f : {Flavor::Legacy, Flavor::Nft}) {
+      ApplyOptions plain;
+      plain.parallel_parse_min_bytes = SIZE_MAX;
+      const std::string want = run(p, f, plain, nullptr);
+      auto warm = std::make_shared<RuleStore>();
+      run(p, f, plain, warm);
+      EXPECT_EQ(run(p, f, plain, warm), want) << "known lines\n" << p.first << p.second;
+      for (unsigned pct = 0; pct <= 100; ++pct) {
+        ApplyOptions o;
+        o.parallel_parse_min_bytes = 0;
+        o.parallel_parse_split_percent = pct;
+        ASSERT_EQ(run(p, f, o, nullptr), want) << "split at " << pct << "%\n" << p.first << p.second;
+      }
+    }
+}
+
 TEST(VerifierState, DiffStates) {
   const char* full = "*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-A - [0:0]\n:KUBE-SVC-B - [0:0]\n"
                      "-A KUBE-SERVICES -d 10.0.0.1 -j KUBE-SVC-A\n-A KUBE-SERVICES -d 10.0.0.2 -j KUBE-SVC-B\n"

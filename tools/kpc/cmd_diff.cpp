@@ -45,7 +45,7 @@ bool looks_like_rules(const std::string& path) {
 
 // One side: its state and, for snapshots, the node's addresses.
 bool read_side(const std::vector<std::string>& inputs, const DiffOptions& o, verifier::RulesetState* out,
-               std::vector<IPAddr>* local, std::string* label) {
+               std::vector<IPAddr>* local, std::string* label, std::shared_ptr<verifier::RuleStore> store = nullptr) {
   Backend backend = *backend_from_name(o.backend);
   IPFamily family = backend_family(backend);
   auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
@@ -59,7 +59,7 @@ bool read_side(const std::vector<std::string>& inputs, const DiffOptions& o, ver
   *label = inputs[0] + (inputs.size() > 1 ? " (+" + std::to_string(inputs.size() - 1) + ")" : "");
   if (rules) {
     std::string error;
-    if (!read_state(inputs[0], family, flavor, out, &error)) {
+    if (!read_state(inputs[0], family, flavor, out, &error, store)) {
       std::fprintf(stderr, "%s\n", error.c_str());
       return false;
     }
@@ -90,12 +90,27 @@ int run(const DiffOptions& o) {
   verifier::RulesetState before, after;
   std::vector<IPAddr> local;
   std::string lb, la;
-  // The two sides are independent (each its own rule store): read them on two threads.
   std::vector<IPAddr> local_new;
-  bool ok_new = false;
-  std::thread reader([&] { ok_new = read_side({o.new_input}, o, &after, &local_new, &la); });
-  bool ok_old = read_side({o.old_input}, o, &before, &local, &lb);
-  reader.join();
+  bool ok_new = false, ok_old = false;
+  bool both_rules = false;
+  try {
+    both_rules = looks_like_rules(o.old_input) && looks_like_rules(o.new_input);
+  } catch (const std::exception&) {
+    // read_side reports the unreadable file
+  }
+  if (both_rules) {
+    // Two rule files share most of their lines: one store, read one after the other,
+    // so the new side's lines are known from the old side (and rules compare by id).
+    // Reading a large file parses on two threads already (apply_text).
+    auto store = std::make_shared<verifier::RuleStore>();
+    ok_old = read_side({o.old_input}, o, &before, &local, &lb, store);
+    ok_new = read_side({o.new_input}, o, &after, &local_new, &la, store);
+  } else {
+    // Snapshots are compiled first: the two sides are independent, read on two threads.
+    std::thread reader([&] { ok_new = read_side({o.new_input}, o, &after, &local_new, &la); });
+    ok_old = read_side({o.old_input}, o, &before, &local, &lb);
+    reader.join();
+  }
   if (!ok_old || !ok_new) return kExitError;
   local.insert(local.end(), local_new.begin(), local_new.end());
   if (!choose_local_addresses(o.local_addresses, local, before.family, "diff", &local)) return kExitError;

@@ -84,7 +84,7 @@ int run(const VerifyOptions& o) {
   if (!choose_local_addresses(o.local_addresses, local, family, "verify", &local)) return kExitError;
   verifier::VerifyOptions vo;
   vo.local_addresses = local;
-  auto r = verifier::verify(prior, partial, full, flavor, vo);
+  auto r = verifier::verify(std::move(prior), partial, full, flavor, vo);
   std::string report = o.format == "json" ? verifier::format_json(r) : verifier::format_text(r);
   std::fputs(report.c_str(), stdout);
   if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;

@@ -23,8 +23,10 @@ void add_simulate(CLI::App& app, int& exit_code);
 void add_trace(CLI::App& app, int& exit_code);
 
 /// A node state from an iptables-save dump or a restore program (applied to an empty node).
+/// With a store, the state interns its rules there (states that share a store compare by
+/// rule ids, and lines read before are not parsed again).
 bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, verifier::RulesetState* out,
-                std::string* error);
+                std::string* error, std::shared_ptr<verifier::RuleStore> store = nullptr);
 void add_verify(CLI::App& app, int& exit_code);
 /// The node's addresses of a snapshot (node IP and non-loopback host addresses of the family).
 void append_node_addresses(const Snapshot& snap, IPFamily family, std::vector<IPAddr>* out);

@@ -13,10 +13,17 @@ std::string read_text_file(const std::string& path) {
   if (path == "-") return std::string((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path + ": cannot open");
-  // Whole blocks, not a character at a time: rule files are tens of megabytes.
+  // Rule files are tens of megabytes: read a regular file straight into a buffer of its
+  // size (no regrowth copies), then whole blocks for whatever else there is (pipes, growth).
   std::string text;
+  std::error_code ec;
+  if (auto size = std::filesystem::file_size(path, ec); !ec && size > 0) {
+    text.resize(size);
+    in.read(text.data(), static_cast<std::streamsize>(size));
+    text.resize(static_cast<size_t>(in.gcount()));
+  }
   char block[1 << 16];
-  while (in.read(block, sizeof block) || in.gcount() > 0) text.append(block, static_cast<size_t>(in.gcount()));
+  while (in && (in.read(block, sizeof block) || in.gcount() > 0)) text.append(block, static_cast<size_t>(in.gcount()));
   if (in.bad()) throw std::runtime_error(path + ": read error");
   return text;
 }

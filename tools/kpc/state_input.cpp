@@ -9,7 +9,7 @@
 namespace kpc::cli {
 
 bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, verifier::RulesetState* out,
-                std::string* error) {
+                std::string* error, std::shared_ptr<verifier::RuleStore> store) {
   std::string text;
   try {
     text = read_text_file(path);
@@ -17,13 +17,15 @@ bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavo
     *error = std::string("error[E0001]: ") + e.what();
     return false;
   }
-  *out = verifier::RulesetState::empty(family);
+  if (!store) store = std::make_shared<verifier::RuleStore>();
+  *out = verifier::RulesetState::empty(family, store);
   std::string save_error;
-  if (verifier::load_save(text, family, flavor, *out, &save_error)) return true;
-  *out = verifier::RulesetState::empty(family);
+  if (verifier::load_save(text, family, flavor, *out, &save_error, store)) return true;
+  *out = verifier::RulesetState::empty(family, store);
   verifier::ApplyOptions ao;
   ao.noflush = true;
   ao.flavor = flavor;
+  ao.discard_on_failure = true;
   if (auto res = verifier::apply_text(*out, text, ao); !res.ok()) {
     *error = path + ":" + std::to_string(res.error->line) + ": error[E0900]: " + res.error->reason;
     return false;

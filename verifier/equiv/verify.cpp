@@ -80,13 +80,18 @@ const char* verdict_name(Verdict v) {
   return "?";
 }
 
-VerifyResult verify(const RulesetState& prior, std::string_view partial, std::string_view full, Flavor flavor,
+VerifyResult verify(RulesetState prior, std::string_view partial, std::string_view full, Flavor flavor,
                     const VerifyOptions& vo) {
   VerifyResult r;
   ApplyOptions opts;
   opts.noflush = true;
   opts.flavor = flavor;
-  RulesetState a = prior, b = prior;  // share the rule store: chains compare by rule ids
+  opts.discard_on_failure = true;  // a failing side is reported, its state never looked at
+  const bool prior_builtins_empty = trace::builtin_chains_empty(prior);
+  // Both sides share the prior's rule store: chains compare by rule ids, and the lines
+  // the prior was read from are known (not parsed again) in the partial and the full.
+  RulesetState b = prior;
+  RulesetState& a = prior;
   if (auto res = apply_text(b, full, opts); !res.ok()) {
     r.verdict = Verdict::FailsToApply;
     r.failure = res.error;
@@ -131,7 +136,7 @@ VerifyResult verify(const RulesetState& prior, std::string_view partial, std::st
   }
   if (r.verdict == Verdict::Equivalent) return r;
   // Level 2: does any packet see the difference? The full program's state is the reference.
-  if (vo.kube_proxy_jumps && trace::builtin_chains_empty(prior)) {
+  if (vo.kube_proxy_jumps && prior_builtins_empty) {
     trace::add_kube_proxy_jumps(a);
     trace::add_kube_proxy_jumps(b);
   }

@@ -57,7 +57,8 @@ struct VerifyOptions {
   bool kube_proxy_jumps = true;
 };
 
-VerifyResult verify(const RulesetState& prior, std::string_view partial, std::string_view full, Flavor flavor,
+/// prior is taken by value: a caller done with its prior state moves it in (one copy fewer).
+VerifyResult verify(RulesetState prior, std::string_view partial, std::string_view full, Flavor flavor,
                     const VerifyOptions& options = {});
 
 /// Human-readable report (one line per difference) and a JSON rendering.

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -70,12 +71,31 @@ ParseResult parse_restore(std::string_view text, const ParseOptions& options = {
 /// Program (the simulator applies each op as it is read).
 class RestoreReader {
  public:
-  enum class Event : uint8_t { TableStart, Op, Commit, Error, End };
+  enum class Event : uint8_t { TableStart, Op, Known, Commit, Error, End };
+  /// Lines the caller has read before: the id it keeps for a "-A CHAIN ..." line of
+  /// that table (byte for byte, no counters prefix), or kUnknownLine. Such a line is
+  /// not parsed again: next() returns Event::Known (known_id(), known_chain()).
+  static constexpr uint32_t kUnknownLine = 0xFFFFFFFFu;
+  using KnownLines = std::function<uint32_t(ir::TableId, std::string_view line)>;
+
   RestoreReader(std::string_view text, const ParseOptions& options, uint32_t first_line = 1);
+  void set_known_lines(KnownLines known) { known_ = std::move(known); }
+  /// Reads from the middle of a program: as if "*table" had just been read.
+  void start_in_table(ir::TableId table) {
+    in_table_ = true;
+    table_ = table;
+  }
   Event next();
+  /// Known: the caller's id and the chain the line appends to.
+  uint32_t known_id() const { return known_id_; }
+  std::string_view known_chain() const { return known_chain_; }
+  /// Op: the line as read, if it is one a later read can recognise (an -A line
+  /// without counters whose chain is written as a plain word); empty otherwise.
+  std::string_view rememberable_line() const { return rememberable_; }
   ir::TableId table() const { return table_; }          ///< TableStart, and while in a table
   uint32_t line() const { return line_; }                ///< line of the last event
   size_t line_offset() const { return line_offset_; }    ///< byte offset where that line starts
+  size_t position() const { return pos_; }               ///< byte offset of the next line to read
   ir::Op& op() { return op_; }                           ///< Op
   const ParseError& error() const { return *error_; }    ///< Error
   bool last_commit_unterminated() const { return last_commit_unterminated_; }
@@ -92,6 +112,9 @@ class RestoreReader {
   std::optional<ParseError> error_;
   std::vector<Word> words_;
   size_t unknown_args_ = 0;
+  KnownLines known_;
+  uint32_t known_id_ = kUnknownLine;
+  std::string_view known_chain_, rememberable_;
 };
 
 /// Adds the parse error (if any) to diags as E0800 at file:line:col.

@@ -125,6 +125,7 @@ RestoreReader::RestoreReader(std::string_view text, const ParseOptions& options,
     : text_(text), options_(options), line_(first_line - 1) {}
 
 RestoreReader::Event RestoreReader::next() {
+  rememberable_ = {};  // set again only by an -A line's Op event
   if (done_) return Event::End;
   auto error = [&](ParseErrorKind k, uint32_t col, std::string msg) {
     error_ = ParseError{k, line_, col, std::move(msg)};
@@ -175,6 +176,14 @@ RestoreReader::Event RestoreReader::next() {
       return Event::Op;
     }
     if (!in_table_) return error(ParseErrorKind::LineFailed, 1, "line " + std::to_string(line_) + " failed");
+    if (known_ && buf.size() > 3 && buf[0] == '-' && buf[1] == 'A' && buf[2] == ' ') {
+      if (uint32_t id = known_(table_, buf); id != kUnknownLine) {
+        size_t end = buf.find(' ', 3);  // a remembered line's chain is a plain word followed by a space
+        known_id_ = id;
+        known_chain_ = buf.substr(3, end - 3);
+        return Event::Known;
+      }
+    }
     // A command line, with an optional "[pkts:bytes]" prefix.
     std::string_view cmd = buf;
     uint32_t col0 = 1;
@@ -204,6 +213,12 @@ RestoreReader::Event RestoreReader::next() {
       return Event::Error;
     }
     op_ = std::move(*lp.op);
+    // Recognisable later only if the chain is the plain word after "-A " (then the
+    // first space after it ends it: a chain read from quotes or escapes never matches).
+    if (op_.kind == ir::OpKind::Append && cmd.data() == buf.data() && buf.size() > 4 + op_.chain.size() &&
+        buf.compare(0, 3, "-A ") == 0 && buf.compare(3, op_.chain.size(), op_.chain) == 0 &&
+        buf[3 + op_.chain.size()] == ' ')
+      rememberable_ = buf;
     return Event::Op;
   }
   done_ = true;
@@ -226,6 +241,7 @@ ParseResult parse_restore(std::string_view text, const ParseOptions& options) {
         r.program.tables.push_back(ir::TableBlock{reader.table(), {}, reader.line(), 0});
         break;
       case RestoreReader::Event::Op: r.program.tables.back().ops.push_back(std::move(reader.op())); break;
+      case RestoreReader::Event::Known: break;  // no known lines given
       case RestoreReader::Event::Commit: r.program.tables.back().commit_line = reader.line(); break;
       case RestoreReader::Event::Error: r.error = reader.error(); break;
       case RestoreReader::Event::End: break;

@@ -3,9 +3,12 @@
 // docs/verifier.md lists the cases and tests/kernel/verifier_* re-checks them.
 #include <algorithm>
 #include <functional>
+#include <memory>
+#include <thread>
 #include <unordered_set>
 
 #include "verifier/state/state.h"
+#include "verifier/state/tail_parse.h"
 
 namespace kpc::verifier {
 namespace {
@@ -40,32 +43,46 @@ class LegacyLoopCheck {
   LegacyLoopCheck(const TableState& t, const RuleStore& s) : t_(t), s_(s) {}
   bool has_loop() {
     for (const auto& b : ir::builtin_chains(t_.id)) {
-      visited_.clear();
-      onstack_.clear();
-      if (walk(b)) return true;
+      ++walk_;  // a fresh "visited" and "on stack" for each hook, without clearing anything
+      if (const Chain* c = t_.find(b); c && walk(*c)) return true;
     }
     return false;
   }
 
  private:
-  bool walk(const std::string& name) {
-    const Chain* c = t_.find(name);
-    if (!c) return false;
-    visited_.insert(name);
-    onstack_.insert(name);
-    for (uint32_t id : c->rules) {
+  // Per chain, by address: the walk that last visited it and whether it is on the
+  // current path. (A 10,000-Service nat table has 130k chains and 290k jumps: name
+  // sets and a name lookup per jump made this check a third of loading a program.)
+  struct Mark {
+    uint64_t visited = 0, on_stack = 0;
+  };
+  bool walk(const Chain& c) {
+    Mark& m = marks_[&c];
+    m.visited = m.on_stack = walk_;
+    for (uint32_t id : c.rules) {
       if (s_.terminal(rid(id))) break;
-      const std::string& j = s_.jump(rid(id));
-      if (j.empty()) continue;
-      if (onstack_.count(j)) return true;
-      if (!visited_.count(j) && walk(j)) return true;
+      const Chain* j = target(rid(id));
+      if (!j) continue;
+      const Mark& jm = marks_[j];
+      if (jm.on_stack == walk_) return true;
+      if (jm.visited != walk_ && walk(*j)) return true;
     }
-    onstack_.erase(name);
+    marks_[&c].on_stack = 0;
     return false;
+  }
+  // The chain a rule jumps to, through a cache by the store's name id.
+  const Chain* target(uint32_t id) {
+    uint32_t n = s_.jump_id(id);
+    if (n == RuleStore::kNoName) return nullptr;
+    if (n >= by_name_.size()) by_name_.resize(std::max<size_t>(n + 1, s_.name_count()), nullptr);
+    if (!by_name_[n]) by_name_[n] = t_.find(s_.jump(id));
+    return by_name_[n];
   }
   const TableState& t_;
   const RuleStore& s_;
-  std::unordered_set<std::string> visited_, onstack_;
+  uint64_t walk_ = 0;
+  std::unordered_map<const Chain*, Mark> marks_;
+  std::vector<const Chain*> by_name_;
 };
 
 // nf_tables' table validation: from each base chain, every jump/goto of every
@@ -124,11 +141,31 @@ class Applier {
   /// fetch_rules: the block contains -D, -R or -Z (nft loads the whole rule cache for it).
   void table_start(ir::TableId id, bool fetch_rules);
   void op(const Op& op);
+  /// An -A op whose rule the store already holds (a remembered line): op.rule
+  /// carries only the target's kind and chain.
+  void op_interned(const Op& op, uint32_t id) {
+    preinterned_ = id;
+    this->op(op);
+    preinterned_ = RuleStore::kNoRule;
+  }
+  /// The replay visitor on an op whose rule the store already holds.
+  bool visit_interned(const OpVisitor& f, const Op& op, uint32_t id) {
+    preinterned_ = id;
+    bool r = f(op);
+    preinterned_ = RuleStore::kNoRule;
+    return r;
+  }
+  /// The rule id the last op interned (kNoRule if it stopped before that).
+  uint32_t last_interned() const { return last_interned_; }
   void commit_block(uint32_t line, const Replay& replay, bool unterminated);
   void parse_error(const ParseError& e);
   /// No further input can change the outcome.
   bool stopped() const { return err_ && (legacy() || !in_block_); }
   ApplyResult result() {
+    if (moved_from_real_) {  // a failed block (discard_on_failure): leave a valid table behind
+      st_.table(t_.id) = std::move(t_);
+      moved_from_real_ = false;
+    }
     ApplyResult r;
     r.error = std::move(err_);
     r.tables_committed = committed_;
@@ -187,7 +224,28 @@ class Applier {
     }
     return c;
   }
-  void forget_chains() { memo_[0].chain = memo_[1].chain = nullptr; }
+  /// A jump target's chain, by the store's name id: kube-proxy's programs jump to
+  /// 130k different chains, so a per-name-id cache beats hashing the name each time.
+  Chain* chain_for_jump(uint32_t nid, const std::string& name) {
+    if (!stale_.empty() || nid == RuleStore::kNoName) return chain(name);
+    if (nid >= by_name_.size()) by_name_.resize(std::max<size_t>(nid + 1, st_.store->name_count()));
+    ByName& e = by_name_[nid];
+    if (e.chain && e.gen == gen_) return e.chain;
+    Chain* c = t_.find(name);
+    if (c) e = {c, gen_};
+    return c;
+  }
+  /// Drops every cached Chain* (the table was replaced, or a chain erased or renamed).
+  void forget_chains() {
+    memo_[0].chain = memo_[1].chain = nullptr;
+    ++gen_;
+  }
+  struct ByName {
+    Chain* chain = nullptr;
+    uint64_t gen = 0;
+  };
+  std::vector<ByName> by_name_;
+  uint64_t gen_ = 1;
   struct Memo {
     std::string name;
     Chain* chain = nullptr;
@@ -203,15 +261,15 @@ class Applier {
 
   void add_refs(uint32_t id) {
     if (ghost(id)) return;
-    const std::string& j = st_.store->jump(rid(id));
-    if (!j.empty()) ++t_.refs[j];
+    uint32_t n = st_.store->jump_id(rid(id));
+    if (n == RuleStore::kNoName) return;
+    if (n >= t_.refs.size()) t_.refs.resize(std::max<size_t>(n + 1, st_.store->name_count()));
+    ++t_.refs[n];
   }
   void drop_refs(uint32_t id) {
     if (ghost(id)) return;
-    const std::string& j = st_.store->jump(rid(id));
-    if (j.empty()) return;
-    auto it = t_.refs.find(j);
-    if (it != t_.refs.end() && --it->second == 0) t_.refs.erase(it);
+    uint32_t n = st_.store->jump_id(rid(id));
+    if (n < t_.refs.size() && t_.refs[n]) --t_.refs[n];
   }
   // nft: zeroing a base chain's counters re-sends the chain as the cache fetched it,
   // so a policy set earlier in the batch reverts to the policy at the batch's start.
@@ -238,8 +296,8 @@ class Applier {
     return true;
   }
   uint32_t refs_of(const std::string& name) const {
-    auto it = t_.refs.find(name);
-    return it == t_.refs.end() ? 0 : it->second;
+    uint32_t n = st_.store->find_name(name);
+    return n < t_.refs.size() ? t_.refs[n] : 0;
   }
   Chain& create_chain(const std::string& name) {
     Chain c;
@@ -250,9 +308,12 @@ class Applier {
     return t_.chains.emplace(name, std::move(c)).first->second;
   }
   /// Checks a rule's jump/goto target; false when the op must stop.
-  bool check_target(const Op& op);
+  bool check_target(const Op& op, uint32_t id);
   bool rule_op(const Op& op);
 
+  bool moved_from_real_ = false;  // discard_on_failure: the block's table was moved out of the state
+  uint32_t preinterned_ = RuleStore::kNoRule;
+  uint32_t last_interned_ = RuleStore::kNoRule;
   RulesetState& st_;
   const ApplyOptions& o_;
   std::string prog_;
@@ -286,7 +347,12 @@ void Applier::begin(ir::TableId id) {
     real.present = true;
     real.instantiated = st_.next_instantiation++;
   }
-  t_ = real;
+  if (legacy() && o_.discard_on_failure) {
+    t_ = std::move(real);
+    moved_from_real_ = true;
+  } else {
+    t_ = real;
+  }
   present_at_start_ = real.present && o_.noflush;
   kernel_err_.reset();
   kernel_lines_.clear();
@@ -367,15 +433,17 @@ void Applier::commit(uint32_t commit_line, const Replay& replay) {
     if (sent) st_.nft_validate_each = false;
   }
   real = std::move(t_);
+  moved_from_real_ = false;
   ++committed_;
 }
 
-bool Applier::check_target(const Op& op) {
+bool Applier::check_target(const Op& op, uint32_t id) {
   const ir::Target& tg = op.rule.target;
   if (!tg.is_chain()) return true;
   const std::string& j = tg.chain;
+  const uint32_t nid = st_.store->jump_id(id);  // the rule's interned form names the same chain
   if (legacy()) {
-    const Chain* c = chain(j);
+    const Chain* c = chain_for_jump(nid, j);
     if (!c) {
       if (tg.kind == ir::TargetKind::Goto) param_error(op.line, "goto '" + j + "' is not a chain", "goto to missing chain " + j, ErrorClass::JumpToMissingChain);
       else param_error(op.line, "Couldn't load target `" + j + "':No such file or directory\n", "jump to missing chain " + j, ErrorClass::JumpToMissingChain);
@@ -387,7 +455,7 @@ bool Applier::check_target(const Op& op) {
     }
     return true;
   }
-  const Chain* jc = lookup(j);
+  const Chain* jc = !hidden_.empty() && hidden_.count(j) ? nullptr : chain_for_jump(nid, j);
   if (!jc) {
     // Raised while the batch is prepared at COMMIT: the COMMIT line is named.
     param_error(commit_line_, "Chain '" + j + "' does not exist", "jump to missing chain " + j, ErrorClass::JumpToMissingChain);
@@ -405,8 +473,11 @@ bool Applier::check_target(const Op& op) {
 }
 
 bool Applier::rule_op(const Op& op) {
-  // Both flavours resolve the target while building the rule, before looking at the chain.
-  if (!check_target(op)) return false;
+  // Interning first has no visible effect (the store is not the state); it gives the
+  // target's name id. Both flavours resolve the target while building the rule,
+  // before looking at the chain.
+  uint32_t id = preinterned_ != RuleStore::kNoRule ? preinterned_ : st_.store->intern(op.rule, st_.family);
+  if (!check_target(op, id)) return false;
   Chain* cp = lookup(op.chain);
   if (!cp) {
     line_failed(op.line, "No chain/target/match by that name", "no chain " + op.chain, ErrorClass::NoSuchChain);
@@ -419,7 +490,7 @@ bool Applier::rule_op(const Op& op) {
   }
   Chain& c = *cp;
   if (op.kind != OpKind::Delete) c.materialized = true;
-  uint32_t id = st_.store->intern(op.rule, st_.family);
+  last_interned_ = id;
   const uint32_t stored = legacy() ? id : id | kNew;
   switch (op.kind) {
     case OpKind::Append:
@@ -713,8 +784,10 @@ bool Applier::exec(const Op& op) {
         for (auto& [_, c] : t_.chains)
           for (uint32_t& id : c.rules)
             if (st_.store->jump(rid(id)) == from) id = st_.store->renamed(rid(id), to) | (id & (kGhost | kNew));
-        t_.refs.erase(from);
-        t_.refs[to] = n;
+        uint32_t from_id = st_.store->find_name(from), to_id = st_.store->name_id(to);
+        if (to_id >= t_.refs.size()) t_.refs.resize(std::max<size_t>(to_id + 1, st_.store->name_count()));
+        t_.refs[from_id] = 0;
+        t_.refs[to_id] = n;
       }
       if (!legacy()) {
         stale_[from] = to;
@@ -750,6 +823,7 @@ std::string nft_declared_name_error(const std::string& name) {
 }
 
 void Applier::op(const Op& o) {
+  last_interned_ = RuleStore::kNoRule;
   if (!legacy() && o.kind == OpKind::DeclareChain && !ir::is_builtin_chain(t_.id, o.chain)) {
     // A read-time error: it wins over command errors earlier in the block, as parse errors do.
     if (std::string why = nft_declared_name_error(o.chain); !why.empty()) {
@@ -860,16 +934,79 @@ ApplyResult apply(RulesetState& state, const ir::Program& program, const ApplyOp
   return run_program(a, program, nullptr);
 }
 
+// Samples up to 64 "-A" lines from the start of text: are most of them known lines?
+// (The table is not tracked: the sample is taken in every table's index.)
+bool mostly_known(std::string_view text, const RuleStore& store, IPFamily family) {
+  if (store.size() == 0) return false;
+  size_t seen = 0, known = 0;
+  for (size_t p = text.find("\n-A "); p != std::string_view::npos && seen < 64; p = text.find("\n-A ", p + 1)) {
+    size_t e = text.find('\n', p + 1);
+    std::string_view line = text.substr(p + 1, e == std::string_view::npos ? std::string_view::npos : e - p);
+    ++seen;
+    for (auto t : {ir::TableId::Filter, ir::TableId::Nat, ir::TableId::Mangle, ir::TableId::Raw, ir::TableId::Security})
+      if (store.known_line(family, t, line) != RuleStore::kNoRule) {
+        ++known;
+        break;
+      }
+  }
+  return seen > 0 && known * 2 > seen;
+}
+
 ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOptions& options, ParseError* parse_error) {
   ParseOptions po;
   po.family = state.tables.empty() ? IPFamily::V4 : state.family;
   if (state.tables.empty()) state = RulesetState::empty(po.family, state.store);
-  state.store->reserve(state.store->size() + text.size() / 100);
+  RuleStore& store = *state.store;
+  store.reserve(store.size() + text.size() / 100);
   Applier a(state, options);
+  const IPFamily family = po.family;
+  auto known = [&store, family](ir::TableId t, std::string_view line) { return store.known_line(family, t, line); };
+  // A remembered line becomes an -A op that carries only what the applier checks
+  // before interning: the chain and the target's kind and chain.
+  Op known_op;
+  known_op.kind = OpKind::Append;
+  auto known_event = [&](const RestoreReader& r) -> const Op& {
+    uint32_t id = r.known_id();
+    known_op.chain.assign(r.known_chain());
+    known_op.line = r.line();
+    const std::string& jump = store.jump(id);
+    known_op.rule.target.kind = jump.empty() ? ir::TargetKind::None
+                                : store.is_goto(id) ? ir::TargetKind::Goto
+                                                    : ir::TargetKind::Jump;
+    known_op.rule.target.chain = jump;
+    return known_op;
+  };
+  auto read_op = [&](RestoreReader& r, RestoreReader::Event e) {
+    if (e == RestoreReader::Event::Known) {
+      a.op_interned(known_event(r), r.known_id());
+      return;
+    }
+    a.op(r.op());
+    if (!r.rememberable_line().empty() && a.last_interned() != RuleStore::kNoRule)
+      store.remember_line(family, r.table(), r.rememberable_line(), a.last_interned());
+  };
   RestoreReader reader(text, po);
+  reader.set_known_lines(known);
+  // A large program the store has not seen: a second thread parses the last 60% of it
+  // while this one applies the first 40% (parsing inline), then the rest is read as
+  // known lines. The split balances the threads (measured on the 10,000-Service
+  // program: 30% and 50% are both slower): a known line costs this thread about a
+  // fifth of a parsed one. A program whose lines are mostly known already (the full
+  // program after its prior) gains nothing from it.
+  std::unique_ptr<TailParser> tail;
+  const size_t split = text.size() / 100 * std::min(options.parallel_parse_split_percent, 100u) +
+                      text.size() % 100 * std::min(options.parallel_parse_split_percent, 100u) / 100;
+  if (text.size() >= options.parallel_parse_min_bytes &&
+      (options.parallel_parse_min_bytes == 0 || std::thread::hardware_concurrency() > 1) &&
+      !mostly_known(text.substr(split), store, family))
+    tail = std::make_unique<TailParser>(text, split, family);
   size_t block_offset = 0;
   uint32_t block_line = 0;
   while (!a.stopped()) {
+    if (tail && reader.position() >= tail->start()) {
+      tail->merge_into(store);
+      tail.reset();
+    }
     auto ev = reader.next();
     if (ev == RestoreReader::Event::End) break;
     switch (ev) {
@@ -880,7 +1017,10 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
         if (options.flavor == Flavor::Nft) {
           // iptables-nft decides its cache before running the block: look ahead (nft only).
           RestoreReader ahead(text.substr(block_offset), po, block_line);
-          for (auto e = ahead.next(); e == RestoreReader::Event::TableStart || e == RestoreReader::Event::Op; e = ahead.next())
+          ahead.set_known_lines(known);  // a known line is an -A: it never needs the rule cache
+          for (auto e = ahead.next(); e == RestoreReader::Event::TableStart || e == RestoreReader::Event::Op ||
+                                      e == RestoreReader::Event::Known;
+               e = ahead.next())
             if (e == RestoreReader::Event::Op && needs_rule_cache(ahead.op())) {
               fetch = true;
               break;
@@ -889,16 +1029,20 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
         a.table_start(reader.table(), fetch);
         break;
       }
-      case RestoreReader::Event::Op: a.op(reader.op()); break;
+      case RestoreReader::Event::Op:
+      case RestoreReader::Event::Known: read_op(reader, ev); break;
       case RestoreReader::Event::Commit: {
         bool unterminated = reader.last_commit_unterminated();
         a.commit_block(reader.line(), [&](const Applier::OpVisitor& f) {
           // Re-read the block (only a failing nft batch is replayed).
           RestoreReader again(text.substr(block_offset), po, block_line);
+          again.set_known_lines(known);
           for (;;) {
             auto e = again.next();
             if (e == RestoreReader::Event::Op) {
               if (!f(again.op())) break;
+            } else if (e == RestoreReader::Event::Known) {
+              if (!a.visit_interned(f, known_event(again), again.known_id())) break;
             } else if (e != RestoreReader::Event::TableStart) {
               break;
             }

@@ -30,22 +30,54 @@ const char* error_class_name(ErrorClass c) {
   return "?";
 }
 
-uint32_t RuleStore::intern_text(std::string text, std::string jump, bool is_goto) {
-  auto it = index_.find(text);
-  if (it != index_.end()) return it->second;
+uint32_t RuleStore::intern_text(std::string text, std::string_view jump, bool is_goto) {
+  uint64_t h = text_hash(text);
+  return intern_text(std::move(text), h, jump, jump.empty() ? 0 : text_hash(jump), is_goto);
+}
+
+uint32_t RuleStore::intern_text(std::string text, uint64_t h, std::string_view jump, uint64_t jump_hash, bool is_goto) {
+  if (uint32_t id = index_.find(text, h); id != TextTable::kNone) return id;
   uint32_t id = static_cast<uint32_t>(texts_.size());
   bool terminal = text == " -j ACCEPT" || text == " -j DROP" || text == " -j RETURN";
   texts_.push_back(std::move(text));
-  meta_.push_back(Meta{std::move(jump), is_goto, terminal});
-  index_.emplace(std::string_view(texts_.back()), id);
+  meta_.push_back(Meta{jump.empty() ? kNoName : name_id(jump, jump_hash), is_goto, terminal});
+  index_.insert(texts_.back(), h, id);
   return id;
 }
 
-uint32_t RuleStore::intern(const ir::Rule& rule, IPFamily family) {
+uint32_t RuleStore::name_id(std::string_view name, uint64_t h) {
+  if (uint32_t id = name_index_.find(name, h); id != TextTable::kNone) return id;
+  uint32_t id = static_cast<uint32_t>(names_.size());
+  names_.emplace_back(name);
+  name_index_.insert(names_.back(), h, id);
+  return id;
+}
+
+void RuleStore::remember_line(IPFamily family, ir::TableId table, std::string_view line, uint64_t h, uint32_t id) {
+  TextTable& t = lines_[line_slot(family, table)];
+  if (t.find(line, h) != TextTable::kNone) return;
+  if (line.size() > static_cast<size_t>(arena_end_ - arena_pos_)) {
+    size_t chunk = std::max<size_t>(line.size(), size_t{1} << 20);
+    arena_.push_back(std::unique_ptr<char[]>(new char[chunk]));  // not zeroed
+    arena_pos_ = arena_.back().get();
+    arena_end_ = arena_pos_ + chunk;
+  }
+  char* dst = arena_pos_;
+  std::memcpy(dst, line.data(), line.size());
+  arena_pos_ += line.size();
+  t.insert(std::string_view(dst, line.size()), h, id);
+}
+
+std::string RuleStore::canonical_text(const ir::Rule& rule, IPFamily family) {
   std::string text;
   text.reserve(160);
   ir::print_rule_save(text, "", rule, family);
   text.erase(0, 3);  // "-A " + "" (the chain is not part of a rule's identity)
+  return text;
+}
+
+uint32_t RuleStore::intern(const ir::Rule& rule, IPFamily family) {
+  std::string text = canonical_text(rule, family);
   std::string jump;
   bool is_goto = rule.target.kind == ir::TargetKind::Goto;
   if (rule.target.is_chain()) jump = rule.target.chain;
@@ -56,7 +88,7 @@ uint32_t RuleStore::renamed(uint32_t id, const std::string& new_target) {
   const std::string& old = texts_[id];
   const Meta& m = meta_[id];
   // The target is printed last: " -j NAME" / " -g NAME".
-  std::string text = old.substr(0, old.size() - m.jump.size()) + new_target;
+  std::string text = old.substr(0, old.size() - jump(id).size()) + new_target;
   bool g = m.is_goto;
   return intern_text(std::move(text), new_target, g);
 }

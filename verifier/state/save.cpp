@@ -69,6 +69,7 @@ bool load_save(std::string_view text, IPFamily family, Flavor flavor, RulesetSta
   ApplyOptions ao;
   ao.noflush = false;
   ao.flavor = Flavor::Legacy;
+  ao.discard_on_failure = true;  // a dump that does not load leaves no state worth keeping
   ParseError perr;
   ApplyResult r = apply_text(out, text, ao, &perr);
   if (!r.ok()) {

@@ -28,6 +28,7 @@
 
 #include "compiler/ir/program.h"
 #include "verifier/parse/parser.h"
+#include "verifier/state/text_table.h"
 
 namespace kpc::verifier {
 
@@ -35,13 +36,33 @@ enum class Flavor : uint8_t { Legacy, Nft };
 const char* flavor_name(Flavor f);
 
 /// Interned rules: canonical save text (after "-A CHAIN") -> id.
+///
+/// Also remembers raw restore lines: a "-A CHAIN ..." line read before, byte for
+/// byte, in the same table and family parses to the same rule (the parser is a
+/// function of those three), so apply_text() reuses its id instead of parsing and
+/// printing it again. Verifying a partial reads the prior, the partial and the full
+/// program, whose lines mostly repeat each other.
 class RuleStore {
  public:
+  static constexpr uint32_t kNoRule = 0xFFFFFFFFu;
+  RuleStore() = default;
+  RuleStore(const RuleStore&) = delete;  // the indexes point into this store's own texts
+  RuleStore& operator=(const RuleStore&) = delete;
+
   /// Interns a rule; jump is the chain a Jump/Goto target names ("" otherwise).
   uint32_t intern(const ir::Rule& rule, IPFamily family);
-  uint32_t intern_text(std::string text, std::string jump, bool is_goto);
+  /// A rule's identity: its iptables-save text after "-A CHAIN" (what intern() keys on).
+  static std::string canonical_text(const ir::Rule& rule, IPFamily family);
+  uint32_t intern_text(std::string text, std::string_view jump, bool is_goto);
+  /// The same with text_hash(text) and text_hash(jump) already computed (by another thread).
+  uint32_t intern_text(std::string text, uint64_t text_hash, std::string_view jump, uint64_t jump_hash, bool is_goto);
   const std::string& text(uint32_t id) const { return texts_[id]; }
-  const std::string& jump(uint32_t id) const { return meta_[id].jump; }
+  const std::string& jump(uint32_t id) const {
+    uint32_t n = meta_[id].jump_id;
+    return n == kNoName ? empty_name_ : names_[n];
+  }
+  /// The name id of jump(id) (kNoName without a jump): refs and chain caches index by it.
+  uint32_t jump_id(uint32_t id) const { return meta_[id].jump_id; }
   bool is_goto(uint32_t id) const { return meta_[id].is_goto; }
   /// An unconditional ACCEPT/DROP/RETURN: the kernel's loop check stops walking the chain there.
   bool terminal(uint32_t id) const { return meta_[id].terminal; }
@@ -53,15 +74,42 @@ class RuleStore {
     meta_.reserve(n);
   }
 
+  /// Chain names as small integers (every jump target gets one when its rule is interned).
+  static constexpr uint32_t kNoName = 0xFFFFFFFFu;
+  uint32_t name_id(std::string_view name) { return name_id(name, text_hash(name)); }
+  uint32_t name_id(std::string_view name, uint64_t hash);
+  uint32_t find_name(std::string_view name) const { return name_index_.find(name); }
+  size_t name_count() const { return names_.size(); }
+
+  /// The rule of a restore line read before in that table (kNoRule if never seen).
+  uint32_t known_line(IPFamily family, ir::TableId table, std::string_view line) const {
+    return lines_[line_slot(family, table)].find(line);
+  }
+  /// Records that a restore line reads as rule id.
+  void remember_line(IPFamily family, ir::TableId table, std::string_view line, uint32_t id) {
+    remember_line(family, table, line, text_hash(line), id);
+  }
+  void remember_line(IPFamily family, ir::TableId table, std::string_view line, uint64_t hash, uint32_t id);
+
  private:
   struct Meta {
-    std::string jump;
+    uint32_t jump_id = kNoName;
     bool is_goto = false;
     bool terminal = false;
   };
+  static size_t line_slot(IPFamily family, ir::TableId table) {
+    return (family == IPFamily::V6 ? 5 : 0) + static_cast<size_t>(table);
+  }
   std::deque<std::string> texts_;
   std::vector<Meta> meta_;
-  std::unordered_map<std::string_view, uint32_t> index_;
+  TextTable index_;
+  std::deque<std::string> names_;
+  const std::string empty_name_;
+  TextTable name_index_;
+  TextTable lines_[10];                         ///< per family and table: raw line -> id
+  std::vector<std::unique_ptr<char[]>> arena_;  ///< the raw lines' bytes
+  char* arena_pos_ = nullptr;
+  char* arena_end_ = nullptr;
 };
 
 struct Chain {
@@ -80,7 +128,7 @@ struct TableState {
   bool present = false;    ///< iptables-save prints the table
   uint64_t instantiated = 0;  ///< legacy: order in which the kernel created the table (save prints newest first)
   std::unordered_map<std::string, Chain> chains;
-  std::unordered_map<std::string, uint32_t> refs;  ///< chain name -> rules jumping/going to it
+  std::vector<uint32_t> refs;  ///< by the store's name id: rules jumping/going to that chain
 
   /// Built-in chains with ACCEPT policies, no user chains, not present.
   static TableState empty(ir::TableId id);
@@ -110,6 +158,18 @@ struct RulesetState {
 struct ApplyOptions {
   bool noflush = false;
   Flavor flavor = Flavor::Legacy;
+  /// The caller drops the state if the program fails (verify, diff, loading a file):
+  /// a legacy table block then works on the table in place instead of on a copy, and
+  /// after a failure the failing table holds what the block did up to the error.
+  /// Saves copying and freeing every chain of the table per block (120k chains in a
+  /// 10,000-Service nat table).
+  bool discard_on_failure = false;
+  /// apply_text on a program at least this large parses its last part on a second
+  /// thread while the first part is applied (the state machine stays sequential;
+  /// see apply_text). 0: always (tests); SIZE_MAX: never.
+  size_t parallel_parse_min_bytes = size_t{4} << 20;
+  /// Where that split falls, in percent of the program's bytes (see apply_text).
+  unsigned parallel_parse_split_percent = 40;
 };
 
 /// Why a program fails (what kind of check of the real tool or kernel fires).

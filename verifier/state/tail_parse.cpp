@@ -1,0 +1,60 @@
+#include "verifier/state/tail_parse.h"
+
+namespace kpc::verifier {
+
+TailParser::TailParser(std::string_view text, size_t from, IPFamily family)
+    : text_(text), family_(family), start_(text.size()) {
+  if (from >= text.size()) return;
+  size_t nl = text.find('\n', from == 0 ? 0 : from - 1);
+  if (nl == std::string_view::npos) return;
+  size_t start = from == 0 ? 0 : nl + 1;
+  // The table of the line at `start`: the last "*name" line before it.
+  size_t star = start >= 2 ? text.rfind("\n*", start - 2) : std::string_view::npos;
+  size_t name_at = star == std::string_view::npos ? (text.starts_with('*') && start > 0 ? 1 : std::string_view::npos) : star + 2;
+  if (name_at == std::string_view::npos) return;
+  std::string_view name = text.substr(name_at, text.find_first_of(" \t\n", name_at) - name_at);
+  auto table = ir::table_from_name(name);
+  if (!table) return;
+  start_ = start;
+  thread_ = std::thread([this, t = *table] { run(t); });
+}
+
+TailParser::~TailParser() {
+  cancel_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+void TailParser::run(ir::TableId table) {
+  ParseOptions po;
+  po.family = family_;
+  RestoreReader reader(text_.substr(start_), po);
+  reader.start_in_table(table);
+  parsed_.reserve((text_.size() - start_) / 90);
+  // The reader stops at the first line it cannot parse: the main pass reads the rest itself.
+  for (auto ev = reader.next(); ev != RestoreReader::Event::End && ev != RestoreReader::Event::Error; ev = reader.next()) {
+    if (cancel_.load(std::memory_order_relaxed)) return;
+    if (ev != RestoreReader::Event::Op || reader.rememberable_line().empty()) continue;
+    const ir::Rule& rule = reader.op().rule;
+    Parsed p{reader.table(), false, reader.rememberable_line(), RuleStore::canonical_text(rule, family_), {}, 0, 0, 0};
+    if (rule.target.is_chain()) {
+      p.jump = rule.target.chain;
+      p.is_goto = rule.target.kind == ir::TargetKind::Goto;
+      p.jump_hash = text_hash(p.jump);
+    }
+    p.line_hash = text_hash(p.line);
+    p.text_hash = text_hash(p.text);
+    parsed_.push_back(std::move(p));
+  }
+}
+
+void TailParser::merge_into(RuleStore& store) {
+  if (thread_.joinable()) thread_.join();
+  store.reserve(store.size() + parsed_.size());
+  for (Parsed& p : parsed_)
+    store.remember_line(family_, p.table, p.line, p.line_hash,
+                        store.intern_text(std::move(p.text), p.text_hash, p.jump, p.jump_hash, p.is_goto));
+  parsed_.clear();
+  parsed_.shrink_to_fit();
+}
+
+}  // namespace kpc::verifier
