@@ -315,5 +315,64 @@ TEST(VerifyMutations, RenamedChainsAndShuffledServicesAreEquivalent) {
   EXPECT_GT(cases, 40u);
 }
 
+// Session-affinity lists are named after their KUBE-SEP chain, so a chain rename
+// renames the list too. The semantic hashes key a list by what it means (service and
+// endpoint, from the --set rule that DNATs): a consistent rename pairs every chain
+// without exploring a packet, while a list swapped between two endpoints, or a --set
+// into a list nothing checks, changes what remembered clients get and must be found.
+TEST(VerifyMutations, AffinityListRenamesPairAndListSwapsDiffer) {
+  const std::string full = test::read_file(test::source_path("fixtures/example/expected/iptables.restore"));
+  ASSERT_NE(full.find(" --rcheck "), std::string::npos);
+  auto load = [](const std::string& t) {
+    RulesetState s = RulesetState::empty(IPFamily::V4);
+    EXPECT_TRUE(apply_text(s, t, ApplyOptions{true, Flavor::Legacy}).ok());
+    trace::add_kube_proxy_jumps(s);
+    return s;
+  };
+  auto replace_all = [](std::string t, const std::string& from, const std::string& to) {
+    for (size_t p = 0; (p = t.find(from, p)) != std::string::npos; p += to.size()) t.replace(p, from.size(), to);
+    return t;
+  };
+  symbolic::CompareOptions co;
+  co.local_addresses = {*IPAddr::parse("192.168.0.2")};
+  const RulesetState base = load(full);
+  auto compare = [&](const std::string& other) { return symbolic::compare_states(base, load(other), co); };
+
+  // Chains and lists renamed together: equivalent from the hashes alone.
+  auto r = compare(replace_all(full, "KUBE-SEP-", "KUBE-SEQ-"));
+  EXPECT_TRUE(r.equivalent()) << symbolic::diff_text(r);
+  EXPECT_EQ(r.atoms_explored, 0u) << r.narrowing;
+  // Lists renamed, chains kept: equivalent too.
+  r = compare(replace_all(full, "--name KUBE-SEP-", "--name AFFINITY-"));
+  EXPECT_TRUE(r.equivalent()) << symbolic::diff_text(r);
+  EXPECT_EQ(r.atoms_explored, 0u) << r.narrowing;
+
+  // The --rcheck rules of two endpoints test each other's list.
+  auto ls = lines_of(full);
+  std::vector<size_t> rchecks;
+  for (size_t i = 0; i < ls.size(); ++i)
+    if (ls[i].find(" --rcheck ") != std::string::npos && ls[i].find("shop/cart") != std::string::npos) rchecks.push_back(i);
+  ASSERT_GE(rchecks.size(), 2u);
+  auto name_of = [](const std::string& l) {
+    size_t b = l.find("--name ") + 7;
+    return l.substr(b, l.find(' ', b) - b);
+  };
+  std::string n0 = name_of(ls[rchecks[0]]), n1 = name_of(ls[rchecks[1]]);
+  auto swapped = ls;
+  swapped[rchecks[0]] = replace_all(ls[rchecks[0]], "--name " + n0, "--name " + n1);
+  swapped[rchecks[1]] = replace_all(ls[rchecks[1]], "--name " + n1, "--name " + n0);
+  r = compare(join(swapped));
+  EXPECT_FALSE(r.equivalent()) << "swapped lists judged equivalent";
+  EXPECT_GT(r.differing_classes, 0u);
+
+  // One endpoint records its clients into a list that no --rcheck tests.
+  auto lost = ls;
+  for (auto& l : lost)
+    if (l.find(" --set ") != std::string::npos && l.find("--name " + n0) != std::string::npos)
+      l = replace_all(l, "--name " + n0, "--name NOBODY-CHECKS");
+  r = compare(join(lost));
+  EXPECT_FALSE(r.equivalent()) << "a --set into an unchecked list judged equivalent";
+}
+
 }  // namespace
 }  // namespace kpc::verifier

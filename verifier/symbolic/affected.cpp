@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "verifier/symbolic/affinity_lists.h"
 #include "verifier/symbolic/compare.h"
 
 namespace kpc::verifier::symbolic {
@@ -61,12 +62,26 @@ struct Side {
   bool all_after_nat[5] = {false, false, false, false, false};
   std::string buf;
 
-  explicit Side(const RulesetState& s) : st(s), match_hash(s.store->size(), 0) {}
+  // recent --name LIST -> the list's key (affinity_lists.h): a renamed list with the
+  // same key is the same affinity, as the engine sees it.
+  std::unordered_map<std::string, std::string> list_keys;
+  std::string named;
+
+  explicit Side(const RulesetState& s) : st(s), match_hash(s.store->size(), 0), list_keys(affinity_list_keys(s)) {}
 
   uint64_t rule_match(uint32_t id) {
     if (match_hash[id]) return match_hash[id];
     const std::string& j = st.store->jump(id);
-    uint64_t h = std::hash<std::string_view>{}(match_part(st.store->text(id), !j.empty(), buf));
+    std::string_view m = match_part(st.store->text(id), !j.empty(), buf);
+    if (size_t n = m.find(" --name "); n != std::string_view::npos) {
+      size_t b = n + 8, e = std::min(m.find(' ', b), m.size());
+      auto k = list_keys.find(std::string(m.substr(b, e - b)));
+      if (k != list_keys.end()) {
+        named.assign(m.substr(0, b)).append("{").append(k->second).append("}").append(m.substr(e));
+        m = named;
+      }
+    }
+    uint64_t h = std::hash<std::string_view>{}(m);
     if (!j.empty()) h = mix(h, st.store->is_goto(id) ? 2 : 1);
     if (h == 0) h = 1;
     match_hash[id] = h;

@@ -5,6 +5,7 @@
 
 #include "compiler/support/text.h"
 #include "verifier/parse/parser.h"
+#include "verifier/symbolic/affinity_lists.h"
 
 namespace kpc::verifier::symbolic {
 
@@ -236,32 +237,11 @@ struct Engine::Impl {
   // endpoint; the canonical key (service + endpoint) survives chain renames.
   void read_affinity_lists() {
     const TableState& nat = st.table(TableId::Nat);
+    ListUse use;
     for (const auto& [name, chain] : nat.chains) {
       for (uint32_t id : chain.rules) {
-        const std::string& t = st.store->text(id);
-        size_t n = t.find(" --name ");
-        if (n == std::string::npos) continue;
-        size_t b = n + 8, e = t.find(' ', b);
-        std::string list = t.substr(b, e == std::string::npos ? std::string::npos : e - b);
-        size_t d = t.find(" --to-destination ");
-        bool sets = t.find(" --set ") != std::string::npos;
-        std::string key = "list " + list;
-        if (sets && d != std::string::npos) {
-          size_t db = d + 18, de = t.find(' ', db);
-          std::string svc;
-          size_t c = t.find("--comment ");
-          if (c != std::string::npos) {
-            size_t cb = c + 10, ce = t.find(' ', cb);
-            svc = t.substr(cb, ce == std::string::npos ? std::string::npos : ce - cb);
-            if (!svc.empty() && svc[0] == '"') svc = svc.substr(1);
-            if (!svc.empty() && svc.back() == '"') svc.pop_back();
-          }
-          key = (svc.empty() ? "" : svc + " -> ") + t.substr(db, de == std::string::npos ? std::string::npos : de - db);
-        }
-        if (!list_ids.count(list) || sets) {
-          uint32_t aid = u.affinity_id(key);
-          list_ids[list] = aid;
-        }
+        if (!list_use(st.store->text(id), &use)) continue;
+        if (!list_ids.count(use.list) || use.sets) list_ids[use.list] = u.affinity_id(use.key);
       }
     }
     for (const auto& [list, aid] : list_ids) lists_of[aid].push_back(list);

@@ -1,0 +1,38 @@
+#include "verifier/symbolic/affinity_lists.h"
+
+namespace kpc::verifier::symbolic {
+
+namespace {
+// The word after `opt` (up to the next space), or "" when opt is absent.
+std::string_view word_after(std::string_view t, std::string_view opt) {
+  size_t p = t.find(opt);
+  if (p == std::string_view::npos) return {};
+  size_t b = p + opt.size(), e = t.find(' ', b);
+  return t.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
+}
+}  // namespace
+
+bool list_use(std::string_view t, ListUse* out) {
+  if (t.find(" --name ") == std::string_view::npos) return false;
+  out->list = std::string(word_after(t, " --name "));
+  out->sets = t.find(" --set ") != std::string_view::npos;
+  out->key = "list " + out->list;
+  if (out->sets && t.find(" --to-destination ") != std::string_view::npos) {
+    std::string_view svc = word_after(t, "--comment ");
+    if (!svc.empty() && svc.front() == '"') svc.remove_prefix(1);
+    if (!svc.empty() && svc.back() == '"') svc.remove_suffix(1);
+    out->key = (svc.empty() ? std::string() : std::string(svc) + " -> ") + std::string(word_after(t, " --to-destination "));
+  }
+  return true;
+}
+
+std::unordered_map<std::string, std::string> affinity_list_keys(const RulesetState& st) {
+  std::unordered_map<std::string, std::string> keys;
+  ListUse use;
+  for (const auto& [name, chain] : st.table(ir::TableId::Nat).chains)
+    for (uint32_t id : chain.rules)
+      if (list_use(st.store->text(id), &use) && (use.sets || !keys.count(use.list))) keys[use.list] = use.key;
+  return keys;
+}
+
+}  // namespace kpc::verifier::symbolic
