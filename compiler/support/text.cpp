@@ -1,6 +1,7 @@
 #include "compiler/support/text.h"
 
 #include <cstdio>
+#include <cstring>
 
 namespace kpc {
 
@@ -151,6 +152,12 @@ std::string_view trim(std::string_view s) {
 }
 
 bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+size_t find_text(std::string_view hay, std::string_view needle) {
+  if (needle.empty()) return 0;
+  const void* p = memmem(hay.data(), hay.size(), needle.data(), needle.size());
+  return p ? static_cast<size_t>(static_cast<const char*>(p) - hay.data()) : std::string_view::npos;
+}
 
 std::string to_lower(std::string_view s) {
   std::string out(s);

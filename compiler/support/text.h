@@ -29,6 +29,9 @@ bool is_clean_text(std::string_view s, size_t* bad_offset);
 std::vector<std::string_view> split(std::string_view s, char sep);
 std::string_view trim(std::string_view s);
 bool starts_with(std::string_view s, std::string_view prefix);
+/// hay.find(needle), through memmem: string_view::find runs memchr on the needle's
+/// first byte, which for " --name " in a rule's text stops at every space.
+size_t find_text(std::string_view hay, std::string_view needle);
 std::string to_lower(std::string_view s);
 
 }  // namespace kpc

@@ -155,6 +155,73 @@ RC_GTEST_PROP(VerifierFastPaths, KnownLinesParallelParseAndInPlaceChangeNothing,
   }
 }
 
+// split_words takes plain and simple quoted words whole (fast paths); this is the
+// character-at-a-time reading of iptables-restore's add_param_to_argv it must equal.
+std::vector<Word> reference_split(std::string_view line) {
+  std::vector<Word> out;
+  std::string param;
+  bool quote_open = false, escaped = false, quoted = false;
+  uint32_t start_col = 0;
+  auto add = [&](char c, size_t i) {
+    if (param.empty()) start_col = static_cast<uint32_t>(i + 1);
+    param += c;
+  };
+  auto emit = [&](size_t i) {
+    if (param.empty() && start_col == 0) start_col = static_cast<uint32_t>(i + 1);
+    out.push_back(Word{param, start_col, quoted});
+    param.clear();
+    start_col = 0;
+    quoted = false;
+  };
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (c == '\n' && !quote_open && param.empty()) continue;
+    if (quote_open) {
+      if (escaped) {
+        add(c, i);
+        escaped = false;
+        continue;
+      }
+      if (c == '\\') {
+        escaped = true;
+        continue;
+      }
+      if (c != '"') {
+        add(c, i);
+        continue;
+      }
+      quote_open = false;
+    } else if (c == '"') {
+      quote_open = quoted = true;
+      if (param.empty()) start_col = static_cast<uint32_t>(i + 1);
+      continue;
+    }
+    if ((c == ' ' || c == '\t' || c == '\n') && param.empty()) continue;
+    if (c != '"' && c != ' ' && c != '\t' && c != '\n') {
+      add(c, i);
+      continue;
+    }
+    emit(i);
+  }
+  if (!param.empty()) {
+    quoted = false;
+    emit(line.size());
+  }
+  return out;
+}
+
+RC_GTEST_PROP(VerifierFastPaths, SplitWordsMatchesAReferenceSplitter, ()) {
+  static const std::string alphabet = "ab -\"\\\t\n";
+  std::string line = *rc::gen::container<std::string>(rc::gen::elementOf(alphabet));
+  auto got = split_words(line), want = reference_split(line);
+  RC_ASSERT(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    RC_ASSERT(got[i].text == want[i].text);
+    RC_ASSERT(got[i].col == want[i].col);
+    RC_ASSERT(got[i].quoted == want[i].quoted);
+  }
+}
+
 // Mutations that keep most of a program's shape: the parser and simulator must survive them.
 RC_GTEST_PROP(VerifierRobustness, MutatedProgramsNeverCrash, ()) {
   auto c = *test::vgen::gen_restore_case();

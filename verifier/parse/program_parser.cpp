@@ -70,6 +70,23 @@ std::string split_words_checked(std::string_view line, uint32_t col0, std::vecto
         continue;
       }
     }
+    if (!quote_open && param.empty() && c == '"') {
+      // Fast path: a quoted word without backslashes (kube-proxy's comments), taken
+      // whole. Same result as the loop below: the text between the quotes, its column
+      // that of its first character (of the quote if empty), ended by the closing quote.
+      size_t close = line.find('"', i + 1);
+      if (close != std::string_view::npos && close - i - 1 <= kMaxParam &&
+          line.substr(i + 1, close - i - 1).find('\\') == std::string_view::npos) {
+        if (n == out.size()) out.emplace_back();
+        Word& w = out[n++];
+        w.text.assign(line.data() + i + 1, close - i - 1);
+        w.col = col0 + static_cast<uint32_t>(close == i + 1 ? i : i + 1);
+        w.quoted = true;
+        if (n > kMaxWords) return "Parser cannot handle more arguments";
+        i = close;
+        continue;
+      }
+    }
     if (quote_open) {
       if (escaped) {
         if (!add(c, i)) return "Parameter too long!";

@@ -65,7 +65,7 @@ enum class OptType : uint8_t {
 };
 
 struct OptDef {
-  const char* name;
+  std::string_view name;
   OptType type;
   int nargs;      // 0, 1 or 2 (-1: greedy, for unmodelled modules)
   bool invert;    // accepts a preceding `!`
@@ -73,7 +73,7 @@ struct OptDef {
 };
 
 struct ModuleDef {
-  const char* name;
+  std::string_view name;
   std::vector<OptDef> opts;
 };
 
@@ -200,25 +200,25 @@ const std::vector<TOptDef>* target_opts(TargetKind k) {
 // registers an IPv4 match only; ACCEPT, DROP, QUEUE and RETURN are the "standard" target.
 // Whether the running kernel has the module behind an extension (CLUSTERIP, ULOG and LED
 // print "missing kernel module?" on 6.x kernels) is the kernel's business, not modelled.
-constexpr const char* kMatchesBoth[] = {
+constexpr std::string_view kMatchesBoth[] = {
     "addrtype", "ah", "bpf", "cgroup", "cluster", "comment", "connbytes", "connlabel", "connlimit", "connmark",
     "conntrack", "cpu", "dccp", "devgroup", "dscp", "ecn", "esp", "hashlimit", "helper", "ipcomp", "iprange",
     "ipvs", "length", "limit", "mac", "mark", "multiport", "nfacct", "owner", "physdev", "pkttype", "policy",
     "quota", "rateest", "recent", "rpfilter", "sctp", "set", "socket", "state", "statistic", "string", "tcp",
     "tcpmss", "time", "tos", "u32", "udp"};
-constexpr const char* kMatches4[] = {"icmp", "osf", "realm", "ttl"};
-constexpr const char* kMatches6[] = {"dst", "eui64", "frag", "hbh", "hl", "icmp6", "ipv6header", "mh", "rt", "srh"};
-constexpr const char* kTargetsBoth[] = {
+constexpr std::string_view kMatches4[] = {"icmp", "osf", "realm", "ttl"};
+constexpr std::string_view kMatches6[] = {"dst", "eui64", "frag", "hbh", "hl", "icmp6", "ipv6header", "mh", "rt", "srh"};
+constexpr std::string_view kTargetsBoth[] = {
     "ACCEPT", "DROP", "QUEUE", "RETURN", "standard", "AUDIT", "CHECKSUM", "CLASSIFY", "CONNMARK", "CONNSECMARK",
     "CT", "DNAT", "DSCP", "HMARK", "IDLETIMER", "LED", "LOG", "MARK", "MASQUERADE", "NETMAP", "NFLOG", "NFQUEUE",
     "NOTRACK", "RATEEST", "REDIRECT", "REJECT", "SECMARK", "SET", "SNAT", "SYNPROXY", "TCPMSS", "TCPOPTSTRIP",
     "TEE", "TOS", "TPROXY", "TRACE"};
-constexpr const char* kTargets4[] = {"CLUSTERIP", "ECN", "TTL", "ULOG"};
-constexpr const char* kTargets6[] = {"DNPT", "HL", "SNPT"};
+constexpr std::string_view kTargets4[] = {"CLUSTERIP", "ECN", "TTL", "ULOG"};
+constexpr std::string_view kTargets6[] = {"DNPT", "HL", "SNPT"};
 
 template <size_t N>
-bool listed(const char* const (&names)[N], std::string_view name) {
-  for (const char* n : names)
+bool listed(const std::string_view (&names)[N], std::string_view name) {
+  for (std::string_view n : names)  // string_view: sizes compare first, no strlen per entry
     if (name == n) return true;
   return false;
 }
@@ -1027,7 +1027,7 @@ LineParse LineParser::run() {
         name.resize(eq);
         has_inline = true;
       }
-      static const std::pair<const char*, char> longs[] = {
+      static constexpr std::pair<std::string_view, char> longs[] = {
           {"append", 'A'},      {"delete", 'D'},      {"insert", 'I'},       {"replace", 'R'},    {"check", 'C'},
           {"list", 'L'},        {"list-rules", 'S'},  {"flush", 'F'},        {"zero", 'Z'},       {"new-chain", 'N'},
           {"delete-chain", 'X'}, {"rename-chain", 'E'}, {"policy", 'P'},     {"protocol", 'p'},   {"source", 's'},

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "compiler/ir/printer.h"
+#include "compiler/support/text.h"
 #include "verifier/state/state.h"
 
 namespace kpc::verifier {
@@ -40,7 +41,8 @@ uint32_t RuleStore::intern_text(std::string text, uint64_t h, std::string_view j
   uint32_t id = static_cast<uint32_t>(texts_.size());
   bool terminal = text == " -j ACCEPT" || text == " -j DROP" || text == " -j RETURN";
   texts_.push_back(std::move(text));
-  meta_.push_back(Meta{jump.empty() ? kNoName : name_id(jump, jump_hash), is_goto, terminal});
+  bool names_list = find_text(texts_.back(), " --name ") != std::string::npos;  // text was moved
+  meta_.push_back(Meta{jump.empty() ? kNoName : name_id(jump, jump_hash), is_goto, terminal, names_list});
   index_.insert(texts_.back(), h, id);
   return id;
 }

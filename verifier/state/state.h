@@ -66,6 +66,9 @@ class RuleStore {
   bool is_goto(uint32_t id) const { return meta_[id].is_goto; }
   /// An unconditional ACCEPT/DROP/RETURN: the kernel's loop check stops walking the chain there.
   bool terminal(uint32_t id) const { return meta_[id].terminal; }
+  /// The rule has a " --name " option (recent lists, nfacct): the symbolic layer's
+  /// affinity scans read only these texts (a 10,000-Service nat table has 400k rules).
+  bool names_list(uint32_t id) const { return meta_[id].names_list; }
   /// The same rule with its jump/goto target renamed.
   uint32_t renamed(uint32_t id, const std::string& new_target);
   size_t size() const { return texts_.size(); }
@@ -96,6 +99,7 @@ class RuleStore {
     uint32_t jump_id = kNoName;
     bool is_goto = false;
     bool terminal = false;
+    bool names_list = false;
   };
   static size_t line_slot(IPFamily family, ir::TableId table) {
     return (family == IPFamily::V6 ? 5 : 0) + static_cast<size_t>(table);

@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "compiler/support/text.h"
 #include "verifier/symbolic/affinity_lists.h"
 #include "verifier/symbolic/compare.h"
 
@@ -28,7 +29,7 @@ uint64_t mix(uint64_t h, uint64_t v) {
 /// what the rule tests and does, apart from where it jumps.
 std::string_view match_part(std::string_view t, bool jumps, std::string& buf) {
   buf.clear();
-  size_t c = t.find(" -m comment --comment ");
+  size_t c = find_text(t, " -m comment --comment ");
   if (c != std::string_view::npos) {
     size_t v = c + 22, end = v;
     if (v < t.size() && t[v] == '"') {
@@ -73,7 +74,7 @@ struct Side {
     if (match_hash[id]) return match_hash[id];
     const std::string& j = st.store->jump(id);
     std::string_view m = match_part(st.store->text(id), !j.empty(), buf);
-    if (size_t n = m.find(" --name "); n != std::string_view::npos) {
+    if (size_t n = find_text(m, " --name "); n != std::string_view::npos) {
       size_t b = n + 8, e = std::min(m.find(' ', b), m.size());
       auto k = list_keys.find(std::string(m.substr(b, e - b)));
       if (k != list_keys.end()) {

@@ -1,11 +1,13 @@
 #include "verifier/symbolic/affinity_lists.h"
 
+#include "compiler/support/text.h"
+
 namespace kpc::verifier::symbolic {
 
 namespace {
 // The word after `opt` (up to the next space), or "" when opt is absent.
 std::string_view word_after(std::string_view t, std::string_view opt) {
-  size_t p = t.find(opt);
+  size_t p = find_text(t, opt);
   if (p == std::string_view::npos) return {};
   size_t b = p + opt.size(), e = t.find(' ', b);
   return t.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
@@ -13,11 +15,11 @@ std::string_view word_after(std::string_view t, std::string_view opt) {
 }  // namespace
 
 bool list_use(std::string_view t, ListUse* out) {
-  if (t.find(" --name ") == std::string_view::npos) return false;
+  if (find_text(t, " --name ") == std::string_view::npos) return false;
   out->list = std::string(word_after(t, " --name "));
-  out->sets = t.find(" --set ") != std::string_view::npos;
+  out->sets = find_text(t, " --set ") != std::string_view::npos;
   out->key = "list " + out->list;
-  if (out->sets && t.find(" --to-destination ") != std::string_view::npos) {
+  if (out->sets && find_text(t, " --to-destination ") != std::string_view::npos) {
     std::string_view svc = word_after(t, "--comment ");
     if (!svc.empty() && svc.front() == '"') svc.remove_prefix(1);
     if (!svc.empty() && svc.back() == '"') svc.remove_suffix(1);
@@ -31,7 +33,8 @@ std::unordered_map<std::string, std::string> affinity_list_keys(const RulesetSta
   ListUse use;
   for (const auto& [name, chain] : st.table(ir::TableId::Nat).chains)
     for (uint32_t id : chain.rules)
-      if (list_use(st.store->text(id), &use) && (use.sets || !keys.count(use.list))) keys[use.list] = use.key;
+      if (st.store->names_list(id) && list_use(st.store->text(id), &use) && (use.sets || !keys.count(use.list)))
+        keys[use.list] = use.key;
   return keys;
 }
 

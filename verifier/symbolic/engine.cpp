@@ -240,7 +240,7 @@ struct Engine::Impl {
     ListUse use;
     for (const auto& [name, chain] : nat.chains) {
       for (uint32_t id : chain.rules) {
-        if (!list_use(st.store->text(id), &use)) continue;
+        if (!st.store->names_list(id) || !list_use(st.store->text(id), &use)) continue;
         if (!list_ids.count(use.list) || use.sets) list_ids[use.list] = u.affinity_id(use.key);
       }
     }

@@ -1011,7 +1011,9 @@ bool add_kube_proxy_jumps(RulesetState& state, std::string* error) {
   if (!blocks[1].empty()) prog += "*nat\n" + blocks[1] + "COMMIT\n";
   if (prog.empty()) return true;
   ParseError pe;
-  auto r = apply_text(state, prog, ApplyOptions{true, Flavor::Legacy}, &pe);
+  ApplyOptions ao{true, Flavor::Legacy};
+  ao.discard_on_failure = true;  // no copy of a 130k-chain nat table for a dozen rules
+  auto r = apply_text(state, prog, ao, &pe);
   if (!r.ok() && error) *error = "line " + std::to_string(r.error->line) + ": " + r.error->reason;
   return r.ok();
 }

@@ -187,7 +187,8 @@ std::vector<std::string> resolve_affinity(const RulesetState& state, const std::
 /// does: for each, in the reference list's order, create the target chain if it is
 /// missing, then insert the rule at the top of the built-in chain unless an
 /// identical rule is there. On a clean node each built-in chain ends up with the
-/// jumps in reverse list order. False (with *error) if the state refuses a command.
+/// jumps in reverse list order. False (with *error) if the state refuses a command;
+/// the failing table then holds the commands before that one (it is changed in place).
 bool add_kube_proxy_jumps(RulesetState& state, std::string* error = nullptr);
 
 /// True if no built-in chain of nat or filter has a rule (the state holds only
