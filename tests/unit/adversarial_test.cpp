@@ -2,7 +2,7 @@
 // and config strings that try to inject rule text (quotes, newlines, `-j`, `COMMIT`),
 // Unicode look-alikes, integers at and past every bound, duplicate and conflicting
 // objects, dual-stack mismatches. Each rejected case must make both `kpc validate F`
-// and `kpc compile F -o OUT` exit 2 within 5 s, with a located (F:LINE:COL) error of the
+// and `kpc compile F -o OUT` exit 2 within 5 s and 512 MiB, with a located (F:LINE:COL) error of the
 // expected code, and leave OUT unwritten. Values at a bound must be accepted, and text
 // kpc ignores (annotations, kinds it does not read) must not change a single byte of
 // the output.
@@ -256,8 +256,12 @@ struct Ran {
   double seconds = 0;
 };
 Ran timed(const std::vector<std::string>& argv) {
-  // `timeout` turns a hang into a failure (exit 137) instead of a stuck test.
+  // `timeout` turns a hang into a failure (exit 137) instead of a stuck test. The memory
+  // bound: 512 MiB of address space (prlimit), where an allocation past it fails and the
+  // exit status is no longer 2. Not under the sanitizers, whose shadow memory alone
+  // reserves terabytes of address space.
   std::vector<std::string> full = {"timeout", "-s", "KILL", "30"};
+  if (kTimeScale == 1.0) full.insert(full.end(), {"prlimit", "--as=536870912", "--"});
   full.insert(full.end(), argv.begin(), argv.end());
   auto t0 = std::chrono::steady_clock::now();
   Ran out{run(full), 0};
