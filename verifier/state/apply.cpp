@@ -38,6 +38,25 @@ bool valid_policy(const std::string& p) { return p == "ACCEPT" || p == "DROP"; }
 // rules in order, follow jumps and gotos, stop a chain at an unconditional
 // ACCEPT/DROP/RETURN, do not re-walk a chain already walked from that hook;
 // reaching a chain that is on the current path is a loop (ELOOP at commit).
+// The chain a rule jumps to (nullptr: none, or missing), cached by the store's name id:
+// the loop checks follow every jump of a table (290k in a 10,000-Service nat table).
+class JumpTargets {
+ public:
+  JumpTargets(const TableState& t, const RuleStore& s) : t_(t), s_(s) {}
+  const Chain* of(uint32_t id) {
+    uint32_t n = s_.jump_id(id);
+    if (n == RuleStore::kNoName) return nullptr;
+    if (n >= by_name_.size()) by_name_.resize(std::max<size_t>(n + 1, s_.name_count()), nullptr);
+    if (!by_name_[n]) by_name_[n] = t_.find(s_.jump(id));
+    return by_name_[n];
+  }
+
+ private:
+  const TableState& t_;
+  const RuleStore& s_;
+  std::vector<const Chain*> by_name_;
+};
+
 class LegacyLoopCheck {
  public:
   LegacyLoopCheck(const TableState& t, const RuleStore& s) : t_(t), s_(s) {}
@@ -70,19 +89,12 @@ class LegacyLoopCheck {
     marks_[&c].on_stack = 0;
     return false;
   }
-  // The chain a rule jumps to, through a cache by the store's name id.
-  const Chain* target(uint32_t id) {
-    uint32_t n = s_.jump_id(id);
-    if (n == RuleStore::kNoName) return nullptr;
-    if (n >= by_name_.size()) by_name_.resize(std::max<size_t>(n + 1, s_.name_count()), nullptr);
-    if (!by_name_[n]) by_name_[n] = t_.find(s_.jump(id));
-    return by_name_[n];
-  }
+  const Chain* target(uint32_t id) { return targets_.of(id); }
   const TableState& t_;
   const RuleStore& s_;
   uint64_t walk_ = 0;
   std::unordered_map<const Chain*, Mark> marks_;
-  std::vector<const Chain*> by_name_;
+  JumpTargets targets_{t_, s_};
 };
 
 // nf_tables' table validation: from each base chain, every jump/goto of every
@@ -93,37 +105,37 @@ class NftDepthCheck {
   NftDepthCheck(const TableState& t, const RuleStore& s) : t_(t), s_(s) {}
   bool invalid() {
     for (const auto& b : ir::builtin_chains(t_.id)) {
-      int d = depth(b);
+      const Chain* c = t_.find(b);
+      int d = c ? depth(*c) : 0;
       if (d < 0 || d >= 16) return true;
     }
     return false;
   }
 
  private:
-  // Longest jump path below a chain; -1 on a cycle.
-  int depth(const std::string& name) {
-    auto it = memo_.find(name);
-    if (it != memo_.end()) return it->second;  // -2: in progress
-    const Chain* c = t_.find(name);
-    if (!c) return 0;
-    memo_[name] = -2;
+  // Longest jump path below a chain; -1 on a cycle. A jump to a missing chain counts 1.
+  int depth(const Chain& c) {
+    auto [it, fresh] = memo_.try_emplace(&c, -2);
+    if (!fresh) return it->second;  // -2: in progress
     int best = 0;
-    for (uint32_t id : c->rules) {
-      if (ghost(id)) continue;
-      const std::string& j = s_.jump(rid(id));
-      if (j.empty()) continue;
-      auto m = memo_.find(j);
-      if (m != memo_.end() && m->second == -2) return memo_[name] = -1;
-      int d = depth(j);
-      if (d < 0) return memo_[name] = -1;
+    for (uint32_t id : c.rules) {
+      if (ghost(id) || s_.jump_id(rid(id)) == RuleStore::kNoName) continue;
+      int d = 0;
+      if (const Chain* j = targets_.of(rid(id))) {
+        auto m = memo_.find(j);
+        if (m != memo_.end() && m->second == -2) return memo_[&c] = -1;
+        d = depth(*j);
+      }
+      if (d < 0) return memo_[&c] = -1;
       best = std::max(best, d + 1);
       if (best >= 16) break;
     }
-    return memo_[name] = best;
+    return memo_[&c] = best;
   }
   const TableState& t_;
   const RuleStore& s_;
-  std::unordered_map<std::string, int> memo_;
+  std::unordered_map<const Chain*, int> memo_;
+  JumpTargets targets_{t_, s_};
 };
 
 class Applier {
@@ -1016,15 +1028,24 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
         bool fetch = false;
         if (options.flavor == Flavor::Nft) {
           // iptables-nft decides its cache before running the block: look ahead (nft only).
+          // What the look-ahead parses, the main pass would parse again: its -A lines are
+          // kept as known lines, and it takes the tail thread's work when it gets there.
           RestoreReader ahead(text.substr(block_offset), po, block_line);
           ahead.set_known_lines(known);  // a known line is an -A: it never needs the rule cache
           for (auto e = ahead.next(); e == RestoreReader::Event::TableStart || e == RestoreReader::Event::Op ||
                                       e == RestoreReader::Event::Known;
-               e = ahead.next())
+               e = ahead.next()) {
             if (e == RestoreReader::Event::Op && needs_rule_cache(ahead.op())) {
               fetch = true;
               break;
             }
+            if (e == RestoreReader::Event::Op && !ahead.rememberable_line().empty())
+              store.remember_line(family, ahead.table(), ahead.rememberable_line(), store.intern(ahead.op().rule, family));
+            if (tail && block_offset + ahead.position() >= tail->start()) {
+              tail->merge_into(store);
+              tail.reset();
+            }
+          }
         }
         a.table_start(reader.table(), fetch);
         break;
