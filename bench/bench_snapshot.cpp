@@ -4,6 +4,7 @@
 // Results are reported in docs/performance.md (scripts/bench.sh reproduces them).
 #include <benchmark/benchmark.h>
 
+#include "bench/one_change.h"
 #include "bench/synthetic_cluster.h"
 #include "compiler/driver/compile.h"
 #include "compiler/driver/incremental.h"
@@ -70,12 +71,7 @@ void BM_CompilePartialOneChange(benchmark::State& state) {
   const Snapshot& prior = loaded();
   static Snapshot next = [] {
     Snapshot s = loaded();
-    for (auto& sl : s.slices)
-      if (sl.meta.name == "svc-42-abcde") {
-        Endpoint ep = sl.endpoints[0];
-        ep.addresses = {*IPAddr::parse("10.200.0.1")};
-        sl.endpoints.push_back(ep);
-      }
+    add_one_endpoint(s);
     return s;
   }();
   size_t bytes = 0, full = 0;
@@ -103,13 +99,9 @@ BENCHMARK(BM_CompilePartialOneChange)->Unit(benchmark::kMillisecond)->Iterations
 // the one Service, and assembling the partial program text.
 EndpointSlice svc42_slice(bool grown) {
   for (const auto& sl : loaded().slices)
-    if (sl.meta.name == "svc-42-abcde") {
+    if (sl.meta.name == kChangedSlice) {
       EndpointSlice s = sl;
-      if (grown) {
-        Endpoint ep = s.endpoints[0];
-        ep.addresses = {*IPAddr::parse("10.200.0.1")};
-        s.endpoints.push_back(ep);
-      }
+      if (grown) add_one_endpoint(s);
       return s;
     }
   return {};

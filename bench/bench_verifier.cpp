@@ -6,6 +6,7 @@
 // thread, so the wall-clock column (Time) is the figure. docs/performance.md.
 #include <benchmark/benchmark.h>
 
+#include "bench/one_change.h"
 #include "bench/synthetic_cluster.h"
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
@@ -34,12 +35,7 @@ const Programs& programs() {
     Programs out;
     Snapshot old_snap = load(synthetic_cluster_json(ClusterShape{}));
     Snapshot new_snap = old_snap;
-    for (auto& sl : new_snap.slices)
-      if (sl.meta.name == "svc-42-abcde") {
-        Endpoint ep = sl.endpoints[0];
-        ep.addresses = {*IPAddr::parse("10.200.0.1")};
-        sl.endpoints.push_back(ep);
-      }
+    add_one_endpoint(new_snap);
     DiagSink d;
     out.old_full = compile_iptables(old_snap, Backend::IPTables, {}, d)->text;
     out.new_full = compile_iptables(new_snap, Backend::IPTables, {}, d)->text;

@@ -87,9 +87,7 @@ void add_compile(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<CompileOptions>();
   CLI::App* cmd = app.add_subcommand("compile", "Compile a snapshot into the restore program kube-proxy would write");
   cmd->add_option("inputs", opts->inputs, "snapshot files or directories")->required();
-  cmd->add_option("--backend", opts->backend, "iptables (IPv4) or ip6tables (IPv6)")
-      ->check(CLI::IsMember({"iptables", "ip6tables"}))
-      ->capture_default_str();
+  add_backend_option(cmd, opts->backend, "iptables (IPv4) or ip6tables (IPv6)");
   cmd->add_option("--prior", opts->prior,
                   "the snapshot kube-proxy last synced successfully: write the partial restore (KEP-3453) "
                   "that brings the node from it to SNAPSHOT");
@@ -97,9 +95,7 @@ void add_compile(CLI::App& app, int& exit_code) {
                   "what the node really has (iptables-save output, or a restore program): write the smallest "
                   "program that brings it to SNAPSHOT's full state (stale chains deleted, matching chains left out)")
       ->excludes("--prior");
-  cmd->add_option("--flavor", opts->flavor, "iptables-restore semantics to check the repair against")
-      ->check(CLI::IsMember({"legacy", "nft"}))
-      ->capture_default_str();
+  add_flavor_option(cmd, opts->flavor, "iptables-restore semantics to check the repair against");
   cmd->add_flag("--full", opts->full, "with --prior: force a full sync (still deletes the prior's stale chains)");
   cmd->add_option("-o,--output", opts->output, "write the program here (atomically; stdout when absent)");
   cmd->add_flag("--stats", opts->stats, "print what the program writes (to stderr)");

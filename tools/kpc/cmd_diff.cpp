@@ -151,13 +151,9 @@ void add_diff(CLI::App& app, int& exit_code) {
                   "the old side: a rule file (save dump / restore program), or a snapshot file or directory")
       ->required();
   cmd->add_option("new", o->new_input, "the new side")->required();
-  cmd->add_option("--backend", o->backend, "iptables or ip6tables")
-      ->check(CLI::IsMember({"iptables", "ip6tables"}))
-      ->capture_default_str();
-  cmd->add_option("--flavor", o->flavor, "legacy or nft restore semantics for rule files")
-      ->check(CLI::IsMember({"legacy", "nft"}))
-      ->capture_default_str();
-  cmd->add_option("--format", o->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  add_backend_option(cmd, o->backend);
+  add_flavor_option(cmd, o->flavor, "legacy or nft restore semantics for rule files");
+  add_format_option(cmd, o->format);
   cmd->add_option("--local-address", o->local_addresses,
                   "the node's addresses (default: the snapshots' node addresses, else one address no rule names)");
   cmd->add_option("--jumps", o->jumps,

@@ -102,12 +102,8 @@ void add_simulate(CLI::App& app, int& exit_code) {
   cmd->add_option("programs", opts->programs, "restore programs, applied in order ('-' for stdin)")->required();
   cmd->add_option("--state", opts->state_file, "starting state: an iptables-save dump (default: empty)");
   cmd->add_flag("--noflush", opts->noflush, "as iptables-restore --noflush (kube-proxy always uses it)");
-  cmd->add_option("--backend", opts->backend, "iptables or ip6tables")
-      ->check(CLI::IsMember({"iptables", "ip6tables"}))
-      ->capture_default_str();
-  cmd->add_option("--flavor", opts->flavor, "legacy (iptables-legacy-restore) or nft (iptables-nft-restore)")
-      ->check(CLI::IsMember({"legacy", "nft"}))
-      ->capture_default_str();
+  add_backend_option(cmd, opts->backend);
+  add_flavor_option(cmd, opts->flavor, "legacy (iptables-legacy-restore) or nft (iptables-nft-restore)");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

@@ -255,13 +255,9 @@ void add_trace(CLI::App& app, int& exit_code) {
                   "yes, no")
       ->check(CLI::IsMember({"auto", "yes", "no"}))
       ->capture_default_str();
-  cmd->add_option("--backend", o->backend, "iptables or ip6tables")
-      ->check(CLI::IsMember({"iptables", "ip6tables"}))
-      ->capture_default_str();
-  cmd->add_option("--flavor", o->flavor, "legacy or nft (how RULES is loaded)")
-      ->check(CLI::IsMember({"legacy", "nft"}))
-      ->capture_default_str();
-  cmd->add_option("--format", o->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  add_backend_option(cmd, o->backend);
+  add_flavor_option(cmd, o->flavor, "legacy or nft (how RULES is loaded)");
+  add_format_option(cmd, o->format);
   cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")->capture_default_str();
   cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
                 "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");

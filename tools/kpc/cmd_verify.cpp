@@ -106,13 +106,9 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--state", opts->state, "the prior state: an iptables-save dump or a restore program");
   cmd->add_option("--partial", opts->partial, "the partial restore program");
   cmd->add_option("--full", opts->full, "the full restore program");
-  cmd->add_option("--backend", opts->backend, "iptables or ip6tables")
-      ->check(CLI::IsMember({"iptables", "ip6tables"}))
-      ->capture_default_str();
-  cmd->add_option("--flavor", opts->flavor, "legacy or nft restore semantics")
-      ->check(CLI::IsMember({"legacy", "nft"}))
-      ->capture_default_str();
-  cmd->add_option("--format", opts->format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  add_backend_option(cmd, opts->backend);
+  add_flavor_option(cmd, opts->flavor, "legacy or nft restore semantics");
+  add_format_option(cmd, opts->format);
   cmd->add_flag("--allow-equivalent", opts->allow_equivalent,
                 "exit 0 when the states differ but no packet is treated differently");
   cmd->add_option("--local-address", opts->local_addresses,

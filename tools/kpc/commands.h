@@ -22,6 +22,11 @@ void add_compile(CLI::App& app, int& exit_code);
 void add_simulate(CLI::App& app, int& exit_code);
 void add_trace(CLI::App& app, int& exit_code);
 
+/// The options several commands share, each restricted to its values and showing its default.
+CLI::Option* add_backend_option(CLI::App* cmd, std::string& backend, const char* help = "iptables or ip6tables");
+CLI::Option* add_flavor_option(CLI::App* cmd, std::string& flavor, const char* help);
+CLI::Option* add_format_option(CLI::App* cmd, std::string& format);
+
 /// A node state from an iptables-save dump or a restore program (applied to an empty node).
 /// With a store, the state interns its rules there (states that share a store compare by
 /// rule ids, and lines read before are not parsed again).

@@ -61,4 +61,16 @@ void print_stats(const iptables::SyncResult& r, size_t bytes) {
                r.large_cluster ? " (large-cluster mode)" : "");
 }
 
+CLI::Option* add_backend_option(CLI::App* cmd, std::string& backend, const char* help) {
+  return cmd->add_option("--backend", backend, help)->check(CLI::IsMember({"iptables", "ip6tables"}))->capture_default_str();
+}
+
+CLI::Option* add_flavor_option(CLI::App* cmd, std::string& flavor, const char* help) {
+  return cmd->add_option("--flavor", flavor, help)->check(CLI::IsMember({"legacy", "nft"}))->capture_default_str();
+}
+
+CLI::Option* add_format_option(CLI::App* cmd, std::string& format) {
+  return cmd->add_option("--format", format, "text or json")->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+}
+
 }  // namespace kpc::cli
