@@ -16,6 +16,8 @@ PACKAGES=(
   iptables nftables nfacct ipset ipvsadm iproute2
   # schema tests
   python3 python3-jsonschema python3-yaml
+  # the CLI tests bound time and memory with timeout (coreutils) and prlimit (util-linux)
+  coreutils util-linux
 )
 
 missing=()
