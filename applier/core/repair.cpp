@@ -71,12 +71,11 @@ RepairResult repair(const verifier::RulesetState& actual, std::string_view full_
     auto id = ir::table_from_name(t.name);
     if (!id) continue;
     const auto& have = actual.table(*id);
-    const auto& target = want.table(*id);
     std::string decls, rules, deletes;
     std::set<std::string> declared(t.declared.begin(), t.declared.end());
     for (const auto& chain : t.declared) {
       if (std::find(t.deleted.begin(), t.deleted.end(), chain) != t.deleted.end()) continue;
-      if (same_chain(have.find(chain), target.find(chain))) {
+      if (same_chain(actual.find(*id, chain), want.find(*id, chain))) {
         ++r.stats.chains_kept;
         continue;
       }
@@ -91,10 +90,10 @@ RepairResult repair(const verifier::RulesetState& actual, std::string_view full_
     }
     // Stale per-service chains: present now, absent from the desired program.
     std::vector<std::string> stale;
-    for (const auto& [name, chain] : have.chains)
-      if (!chain.builtin && is_service_chain(name) && !declared.count(name)) stale.push_back(name);
+    for (const verifier::Chain& chain : have.chains)
+      if (!chain.builtin && is_service_chain(chain.name) && !declared.count(chain.name)) stale.push_back(chain.name);
     for (const auto& name : t.deleted)
-      if (have.find(name)) stale.push_back(name);
+      if (actual.find(*id, name)) stale.push_back(name);
     std::sort(stale.begin(), stale.end());
     stale.erase(std::unique(stale.begin(), stale.end()), stale.end());
     for (const auto& name : stale) {
@@ -117,14 +116,14 @@ RepairResult repair(const verifier::RulesetState& actual, std::string_view full_
     auto id = ir::table_from_name(t.name);
     if (!id) continue;
     for (const auto& chain : t.declared)
-      if (!same_chain(got.table(*id).find(chain), want.table(*id).find(chain)) && want.table(*id).find(chain)) {
+      if (!same_chain(got.find(*id, chain), want.find(*id, chain)) && want.find(*id, chain)) {
         r.error = "internal: repair leaves chain " + chain + " different from the full program";
         return r;
       }
     std::set<std::string> declared(t.declared.begin(), t.declared.end());
-    for (const auto& [name, chain] : got.table(*id).chains)
-      if (is_service_chain(name) && !declared.count(name) && !chain.builtin) {
-        r.error = "internal: repair leaves stale chain " + name;
+    for (const verifier::Chain& chain : got.table(*id).chains)
+      if (is_service_chain(chain.name) && !declared.count(chain.name) && !chain.builtin) {
+        r.error = "internal: repair leaves stale chain " + chain.name;
         return r;
       }
   }

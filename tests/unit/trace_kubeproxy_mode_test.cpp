@@ -36,7 +36,7 @@ KubeProxyTestResult kp(const RulesetState& st, const std::string& src, const std
 
 std::vector<std::string> targets(const RulesetState& st, ir::TableId t, const std::string& chain) {
   std::vector<std::string> out;
-  for (uint32_t id : st.table(t).find(chain)->rules) out.push_back(st.store->jump(id));
+  for (uint32_t id : st.find(t, chain)->rules) out.push_back(st.store->jump(id));
   return out;
 }
 
@@ -59,7 +59,7 @@ TEST(TraceKubeProxyMode, JumpRulesAsKubeProxyInstallsThem) {
       << save;
   // Idempotent (kube-proxy checks with -C first), and existing rules stay where they are.
   ASSERT_TRUE(add_kube_proxy_jumps(st));
-  EXPECT_EQ(st.table(ir::TableId::Filter).find("INPUT")->rules.size(), 4u);
+  EXPECT_EQ(st.find(ir::TableId::Filter, "INPUT")->rules.size(), 4u);
   RulesetState kubelet = load(
       "*filter\n:KUBE-FIREWALL - [0:0]\n-A INPUT -s 10.9.0.0/16 -j ACCEPT\n"
       "-A INPUT -j KUBE-FIREWALL\nCOMMIT\n",
@@ -182,7 +182,7 @@ TEST(TraceKubeProxyMode, DetectsABrokenProgram) {
   for (const auto& m : r.matches)
     if (m.find("-A KUBE-SERVICES") == 0) svc = m.substr(m.rfind(' ') + 1);
   ASSERT_EQ(svc.rfind("KUBE-SVC-", 0), 0u) << svc;
-  Chain* c = st.table(ir::TableId::Nat).find(svc);
+  Chain* c = st.find(ir::TableId::Nat, svc);
   ASSERT_NE(c, nullptr);
   size_t before = c->rules.size();
   for (size_t i = 0; i < c->rules.size(); ++i)

@@ -351,7 +351,7 @@ TEST(VerifierState, CommittedTablesSurviveLaterFailure) {
   auto r = apply(st, parse_restore("*filter\n:A - [0:0]\nCOMMIT\n*nat\n-A NOPE -j ACCEPT\nCOMMIT\n"), ApplyOptions{true, Flavor::Legacy});
   EXPECT_FALSE(r.ok());
   EXPECT_EQ(r.tables_committed, 1u);
-  EXPECT_TRUE(st.table(ir::TableId::Filter).find("A"));
+  EXPECT_TRUE(st.find(ir::TableId::Filter, "A"));
 }
 
 TEST(VerifierState, ApplyTextMatchesApply) {

@@ -27,10 +27,10 @@ bool kube_proxy_entry(ir::TableId t, const std::string& chain) {
 std::set<std::string> reachable(const TableState& t, const RuleStore& store) {
   std::set<std::string> seen;
   std::vector<std::string> work;
-  for (const auto& [name, chain] : t.chains)
-    if (chain.builtin || kube_proxy_entry(t.id, name)) work.push_back(name), seen.insert(name);
+  for (const Chain& chain : t.chains)
+    if (chain.builtin || kube_proxy_entry(t.id, chain.name)) work.push_back(chain.name), seen.insert(chain.name);
   while (!work.empty()) {
-    const Chain* c = t.find(work.back());
+    const Chain* c = t.find(store, work.back());
     work.pop_back();
     if (!c) continue;
     for (uint32_t id : c->rules) {
@@ -120,15 +120,13 @@ VerifyResult verify(RulesetState prior, std::string_view partial, std::string_vi
   };
   for (const auto& d : diffs) {
     ChainDifference cd{d.table, d.chain, kind_text(d.kind), false, {}};
-    const TableState& ta = a.table(d.table);
-    const TableState& tb = b.table(d.table);
     if (d.kind == ChainDiff::TablePresence) {
       cd.reachable = true;
     } else {
       cd.reachable = reachable_in(0, d.table).count(d.chain) || reachable_in(1, d.table).count(d.chain);
       std::set<std::string> services;
-      services_of(ta.find(d.chain), *a.store, services);
-      services_of(tb.find(d.chain), *b.store, services);
+      services_of(a.find(d.table, d.chain), *a.store, services);
+      services_of(b.find(d.table, d.chain), *b.store, services);
       cd.services.assign(services.begin(), services.end());
     }
     if (cd.reachable) r.verdict = Verdict::NotEquivalent;

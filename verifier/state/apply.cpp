@@ -38,24 +38,12 @@ bool valid_policy(const std::string& p) { return p == "ACCEPT" || p == "DROP"; }
 // rules in order, follow jumps and gotos, stop a chain at an unconditional
 // ACCEPT/DROP/RETURN, do not re-walk a chain already walked from that hook;
 // reaching a chain that is on the current path is a loop (ELOOP at commit).
-// The chain a rule jumps to (nullptr: none, or missing), cached by the store's name id:
-// the loop checks follow every jump of a table (290k in a 10,000-Service nat table).
-class JumpTargets {
- public:
-  JumpTargets(const TableState& t, const RuleStore& s) : t_(t), s_(s) {}
-  const Chain* of(uint32_t id) {
-    uint32_t n = s_.jump_id(id);
-    if (n == RuleStore::kNoName) return nullptr;
-    if (n >= by_name_.size()) by_name_.resize(std::max<size_t>(n + 1, s_.name_count()), nullptr);
-    if (!by_name_[n]) by_name_[n] = t_.find(s_.jump(id));
-    return by_name_[n];
-  }
-
- private:
-  const TableState& t_;
-  const RuleStore& s_;
-  std::vector<const Chain*> by_name_;
-};
+// The chain a rule jumps to (nullptr: none, or missing): the loop checks follow every
+// jump of a table (290k in a 10,000-Service nat table), by the store's name ids.
+const Chain* jump_target(const TableState& t, const RuleStore& s, uint32_t id) { return t.chains.find(s.jump_id(id)); }
+const Chain* builtin_chain(const TableState& t, const std::string& name) {
+  return t.chains.find(RuleStore::builtin_name_id(name));
+}
 
 class LegacyLoopCheck {
  public:
@@ -63,38 +51,37 @@ class LegacyLoopCheck {
   bool has_loop() {
     for (const auto& b : ir::builtin_chains(t_.id)) {
       ++walk_;  // a fresh "visited" and "on stack" for each hook, without clearing anything
-      if (const Chain* c = t_.find(b); c && walk(*c)) return true;
+      if (const Chain* c = builtin_chain(t_, b); c && walk(*c)) return true;
     }
     return false;
   }
 
  private:
-  // Per chain, by address: the walk that last visited it and whether it is on the
-  // current path. (A 10,000-Service nat table has 130k chains and 290k jumps: name
-  // sets and a name lookup per jump made this check a third of loading a program.)
+  // Per chain, by its position in the table: the walk that last visited it and whether
+  // it is on the current path. (A 10,000-Service nat table has 130k chains and 290k
+  // jumps: name sets and a name lookup per jump made this check a third of loading a program.)
   struct Mark {
     uint64_t visited = 0, on_stack = 0;
   };
+  Mark& mark(const Chain& c) { return marks_[t_.chains.index_of(c)]; }
   bool walk(const Chain& c) {
-    Mark& m = marks_[&c];
+    Mark& m = mark(c);
     m.visited = m.on_stack = walk_;
     for (uint32_t id : c.rules) {
       if (s_.terminal(rid(id))) break;
-      const Chain* j = target(rid(id));
+      const Chain* j = jump_target(t_, s_, rid(id));
       if (!j) continue;
-      const Mark& jm = marks_[j];
+      const Mark& jm = mark(*j);
       if (jm.on_stack == walk_) return true;
       if (jm.visited != walk_ && walk(*j)) return true;
     }
-    marks_[&c].on_stack = 0;
+    mark(c).on_stack = 0;
     return false;
   }
-  const Chain* target(uint32_t id) { return targets_.of(id); }
   const TableState& t_;
   const RuleStore& s_;
   uint64_t walk_ = 0;
-  std::unordered_map<const Chain*, Mark> marks_;
-  JumpTargets targets_{t_, s_};
+  std::vector<Mark> marks_ = std::vector<Mark>(t_.chains.size());
 };
 
 // nf_tables' table validation: from each base chain, every jump/goto of every
@@ -105,7 +92,7 @@ class NftDepthCheck {
   NftDepthCheck(const TableState& t, const RuleStore& s) : t_(t), s_(s) {}
   bool invalid() {
     for (const auto& b : ir::builtin_chains(t_.id)) {
-      const Chain* c = t_.find(b);
+      const Chain* c = builtin_chain(t_, b);
       int d = c ? depth(*c) : 0;
       if (d < 0 || d >= 16) return true;
     }
@@ -114,28 +101,28 @@ class NftDepthCheck {
 
  private:
   // Longest jump path below a chain; -1 on a cycle. A jump to a missing chain counts 1.
+  static constexpr int kUnvisited = -3, kInProgress = -2;
   int depth(const Chain& c) {
-    auto [it, fresh] = memo_.try_emplace(&c, -2);
-    if (!fresh) return it->second;  // -2: in progress
+    int& memo = memo_[t_.chains.index_of(c)];
+    if (memo != kUnvisited) return memo;
+    memo = kInProgress;
     int best = 0;
     for (uint32_t id : c.rules) {
       if (ghost(id) || s_.jump_id(rid(id)) == RuleStore::kNoName) continue;
       int d = 0;
-      if (const Chain* j = targets_.of(rid(id))) {
-        auto m = memo_.find(j);
-        if (m != memo_.end() && m->second == -2) return memo_[&c] = -1;
+      if (const Chain* j = jump_target(t_, s_, rid(id))) {
+        if (memo_[t_.chains.index_of(*j)] == kInProgress) return memo = -1;
         d = depth(*j);
       }
-      if (d < 0) return memo_[&c] = -1;
+      if (d < 0) return memo = -1;
       best = std::max(best, d + 1);
       if (best >= 16) break;
     }
-    return memo_[&c] = best;
+    return memo = best;
   }
   const TableState& t_;
   const RuleStore& s_;
-  std::unordered_map<const Chain*, int> memo_;
-  JumpTargets targets_{t_, s_};
+  std::vector<int> memo_ = std::vector<int>(t_.chains.size(), kUnvisited);  // by position; -1: a cycle
 };
 
 class Applier {
@@ -155,16 +142,19 @@ class Applier {
   void op(const Op& op);
   /// An -A op whose rule the store already holds (a remembered line): op.rule
   /// carries only the target's kind and chain.
-  void op_interned(const Op& op, uint32_t id) {
+  /// chain_id: the store's name id of op.chain.
+  void op_interned(const Op& op, uint32_t id, uint32_t chain_id) {
     preinterned_ = id;
+    preinterned_chain_ = chain_id;
     this->op(op);
-    preinterned_ = RuleStore::kNoRule;
+    preinterned_ = preinterned_chain_ = RuleStore::kNoRule;
   }
   /// The replay visitor on an op whose rule the store already holds.
-  bool visit_interned(const OpVisitor& f, const Op& op, uint32_t id) {
+  bool visit_interned(const OpVisitor& f, const Op& op, uint32_t id, uint32_t chain_id) {
     preinterned_ = id;
+    preinterned_chain_ = chain_id;
     bool r = f(op);
-    preinterned_ = RuleStore::kNoRule;
+    preinterned_ = preinterned_chain_ = RuleStore::kNoRule;
     return r;
   }
   /// The rule id the last op interned (kNoRule if it stopped before that).
@@ -219,51 +209,22 @@ class Applier {
   bool exec(const Op& op);
 
   // name lookups through nft's cache view (renamed chains keep their old name there)
+  /// The chain of that name in the table (not the nft cache's view).
+  Chain* find(const std::string& name) { return t_.find(*st_.store, name); }
   bool cache_has(const std::string& name) const {
     if (!hidden_.empty() && hidden_.count(name)) return false;
     if (!stale_.empty() && stale_.count(name)) return true;
-    return t_.find(name) != nullptr;
+    return t_.find(*st_.store, name) != nullptr;
   }
   Chain* chain(const std::string& name) {
-    if (!stale_.empty() && stale_.count(name)) return t_.find(stale_.at(name));
-    // kube-proxy writes runs of rules for one chain: remember the last two lookups.
-    for (auto& m : memo_)
-      if (m.chain && m.name == name) return m.chain;
-    Chain* c = t_.find(name);
-    if (c) {
-      memo_[memo_next_] = {name, c};
-      memo_next_ ^= 1;
-    }
-    return c;
+    if (!stale_.empty() && stale_.count(name)) return find(stale_.at(name));
+    return find(name);
   }
-  /// A jump target's chain, by the store's name id: kube-proxy's programs jump to
-  /// 130k different chains, so a per-name-id cache beats hashing the name each time.
+  /// A jump target's chain, by the store's name id of the target (no renames pending).
   Chain* chain_for_jump(uint32_t nid, const std::string& name) {
     if (!stale_.empty() || nid == RuleStore::kNoName) return chain(name);
-    if (nid >= by_name_.size()) by_name_.resize(std::max<size_t>(nid + 1, st_.store->name_count()));
-    ByName& e = by_name_[nid];
-    if (e.chain && e.gen == gen_) return e.chain;
-    Chain* c = t_.find(name);
-    if (c) e = {c, gen_};
-    return c;
+    return t_.chains.find(nid);
   }
-  /// Drops every cached Chain* (the table was replaced, or a chain erased or renamed).
-  void forget_chains() {
-    memo_[0].chain = memo_[1].chain = nullptr;
-    ++gen_;
-  }
-  struct ByName {
-    Chain* chain = nullptr;
-    uint64_t gen = 0;
-  };
-  std::vector<ByName> by_name_;
-  uint64_t gen_ = 1;
-  struct Memo {
-    std::string name;
-    Chain* chain = nullptr;
-  };
-  Memo memo_[2];
-  int memo_next_ = 0;
   /// The chain a name denotes in the cache's view (nullptr: unknown there).
   Chain* lookup(const std::string& name) {
     if (!hidden_.empty() && hidden_.count(name)) return nullptr;
@@ -286,7 +247,7 @@ class Applier {
   // nft: zeroing a base chain's counters re-sends the chain as the cache fetched it,
   // so a policy set earlier in the batch reverts to the policy at the batch's start.
   void zero_builtin(Chain& c) {
-    const Chain* orig = start_.find(c.name);
+    const Chain* orig = start_.chains.find(c.id);
     c.policy = orig && orig->materialized ? orig->policy : "ACCEPT";
   }
   void flush_chain(Chain& c) {
@@ -314,10 +275,11 @@ class Applier {
   Chain& create_chain(const std::string& name) {
     Chain c;
     c.name = name;
+    c.id = st_.store->name_id(name);
     c.materialized = true;
     c.seq = st_.next_seq++;
     if (!legacy()) created_.insert(name);
-    return t_.chains.emplace(name, std::move(c)).first->second;
+    return t_.chains.insert(std::move(c));
   }
   /// Checks a rule's jump/goto target; false when the op must stop.
   bool check_target(const Op& op, uint32_t id);
@@ -325,6 +287,7 @@ class Applier {
 
   bool moved_from_real_ = false;  // discard_on_failure: the block's table was moved out of the state
   uint32_t preinterned_ = RuleStore::kNoRule;
+  uint32_t preinterned_chain_ = RuleStore::kNoName;
   uint32_t last_interned_ = RuleStore::kNoRule;
   RulesetState& st_;
   const ApplyOptions& o_;
@@ -374,21 +337,16 @@ void Applier::begin(ir::TableId id) {
   hidden_.clear();
   if (!o_.noflush) {
     if (legacy()) {
-      for (auto it = t_.chains.begin(); it != t_.chains.end();) {
-        if (it->second.builtin) {
-          it->second.rules.clear();
-          ++it;
-        } else {
-          it = t_.chains.erase(it);
-        }
-      }
+      t_.chains.keep_if([](Chain& c) {
+        c.rules.clear();
+        return c.builtin;
+      });
       t_.refs.clear();
     } else {
       // nft deletes the whole table: policies reset, and it exists again only if written to.
       t_ = TableState::empty(id);
     }
   }
-  forget_chains();
   if (!legacy()) start_ = t_;  // kept for nft's batch replay
   validate_each_ = false;
 }
@@ -418,7 +376,6 @@ void Applier::commit(uint32_t commit_line, const Replay& replay) {
     kernel_err_.reset();
     kernel_lines_.clear();
     t_ = start_;
-    forget_chains();
     created_.clear();
     stale_.clear();
     hidden_.clear();
@@ -438,7 +395,7 @@ void Applier::commit(uint32_t commit_line, const Replay& replay) {
   TableState& real = st_.table(t_.id);
   if (!legacy()) {
     t_.present = t_.present || touched_;
-    for (auto& [_, c] : t_.chains) {
+    for (Chain& c : t_.chains) {
       std::erase_if(c.rules, ghost);
       for (uint32_t& id : c.rules) id = rid(id);
     }
@@ -490,7 +447,10 @@ bool Applier::rule_op(const Op& op) {
   // before looking at the chain.
   uint32_t id = preinterned_ != RuleStore::kNoRule ? preinterned_ : st_.store->intern(op.rule, st_.family);
   if (!check_target(op, id)) return false;
-  Chain* cp = lookup(op.chain);
+  // A known line's chain comes as a name id (no renames pending: the cache view is the table).
+  Chain* cp = preinterned_chain_ != RuleStore::kNoName && stale_.empty() && hidden_.empty()
+                  ? t_.chains.find(preinterned_chain_)
+                  : lookup(op.chain);
   if (!cp) {
     line_failed(op.line, "No chain/target/match by that name", "no chain " + op.chain, ErrorClass::NoSuchChain);
     return false;
@@ -565,7 +525,7 @@ bool Applier::exec(const Op& op) {
       bool builtin = ir::is_builtin_chain(t_.id, op.chain);
       if (legacy()) {
         if (!builtin) {
-          Chain* c = t_.find(op.chain);
+          Chain* c = find(op.chain);
           if (o_.noflush && c) {
             flush_chain(*c);
           } else if (c || op.chain == "ACCEPT" || op.chain == "DROP" || op.chain == "QUEUE" || op.chain == "RETURN") {
@@ -587,7 +547,7 @@ bool Applier::exec(const Op& op) {
                         why, ErrorClass::BadPolicy);
             return false;
           }
-          t_.find(op.chain)->policy = op.arg;
+          find(op.chain)->policy = op.arg;
         }
         return true;
       }
@@ -598,13 +558,13 @@ bool Applier::exec(const Op& op) {
       }
       touched_ = true;
       if (builtin) {
-        t_.find(op.chain)->materialized = true;
+        find(op.chain)->materialized = true;
         if (op.arg != "-") {
           if (!valid_policy(op.arg)) {
             line_failed(op.line, "Bad policy name", "bad policy " + op.arg, ErrorClass::BadPolicy);
             return false;
           }
-          t_.find(op.chain)->policy = op.arg;
+          find(op.chain)->policy = op.arg;
         }
         return true;
       }
@@ -641,7 +601,7 @@ bool Applier::exec(const Op& op) {
         line_failed(op.line, "Chain already exists", "chain " + op.chain + " exists", ErrorClass::ChainExists);
         return false;
       }
-      if (!legacy() && t_.find(op.chain)) {
+      if (!legacy() && find(op.chain)) {
         kernel_error(op.line, "CHAIN_ADD failed (File exists): chain " + op.chain, "chain " + op.chain + " exists", ErrorClass::ChainExists);
         return true;
       }
@@ -653,20 +613,19 @@ bool Applier::exec(const Op& op) {
       auto busy = [&](const Chain& c) { return refs_of(c.name) > 0 || has_real_rules(c); };
       if (op.chain.empty()) {
         std::vector<std::string> names;
-        for (const auto& [n, c] : t_.chains)
-          if (!c.builtin) names.push_back(n);
+        for (const Chain& c : t_.chains)
+          if (!c.builtin) names.push_back(c.name);
         std::sort(names.begin(), names.end());
         bool failed = false;
         for (const auto& n : names) {
-          Chain& c = *t_.find(n);
+          Chain& c = *find(n);
           if (busy(c)) {
             failed = true;
             if (legacy()) break;
             // nft drops it from its cache all the same; the kernel refuses the deletion.
             kernel_error(op.line, "CHAIN_DEL failed (Device or resource busy): chain " + n, "chain " + n + " is busy", ErrorClass::ChainBusy);
           }
-          forget_chains();
-          t_.chains.erase(n);
+                t_.chains.erase(c.id);
         }
         if (failed && legacy()) {
           line_failed(op.line, "", "a user chain is referenced or not empty", ErrorClass::ChainBusy);
@@ -676,7 +635,7 @@ bool Applier::exec(const Op& op) {
       }
       if (!legacy() && ir::is_builtin_chain(t_.id, op.chain)) {
         // iptables-nft deletes a built-in chain that exists (its policy goes back to ACCEPT).
-        Chain& b = *t_.find(op.chain);
+        Chain& b = *find(op.chain);
         if (!b.materialized) {
           line_failed(op.line, "No chain/target/match by that name", "built-in chain " + op.chain + " not created yet",
                       ErrorClass::NoSuchChain);
@@ -715,8 +674,7 @@ bool Applier::exec(const Op& op) {
         }
         kernel_error(op.line, "CHAIN_DEL failed (Device or resource busy): chain " + c.name, why, ErrorClass::ChainBusy);
       }
-      forget_chains();
-      t_.chains.erase(c.name);
+        t_.chains.erase(c.id);
       created_.erase(op.chain);
       return true;
     }
@@ -725,9 +683,9 @@ bool Applier::exec(const Op& op) {
       if (op.chain.empty()) {
         // iptables-nft flushes a table only if its cache had it when the batch started.
         if (op.kind == OpKind::Flush && (legacy() || present_at_start_))
-          for (auto& [_, c] : t_.chains) flush_chain(c);
+          for (Chain& c : t_.chains) flush_chain(c);
         if (op.kind == OpKind::Zero && !legacy())
-          for (auto& [_, c] : t_.chains)
+          for (Chain& c : t_.chains)
             if (c.builtin && c.materialized) zero_builtin(c);
         return true;
       }
@@ -783,17 +741,17 @@ bool Applier::exec(const Op& op) {
                      "chain " + from + " was created in this transaction", ErrorClass::RenamedChain);
         return true;
       }
-      if (!legacy() && t_.find(to)) {
+      if (!legacy() && find(to)) {
         kernel_error(op.line, "CHAIN_RENAME failed (File exists): chain " + to, "chain " + to + " exists", ErrorClass::ChainExists);
         return true;
       }
-      forget_chains();
-      auto node = t_.chains.extract(from);
-      node.key() = to;
-      node.mapped().name = to;
-      t_.chains.insert(std::move(node));
+        Chain moved = std::move(*find(from));
+      t_.chains.erase(moved.id);
+      moved.name = to;
+      moved.id = st_.store->name_id(to);
+      t_.chains.insert(std::move(moved));
       if (uint32_t n = refs_of(from)) {
-        for (auto& [_, c] : t_.chains)
+        for (Chain& c : t_.chains)
           for (uint32_t& id : c.rules)
             if (st_.store->jump(rid(id)) == from) id = st_.store->renamed(rid(id), to) | (id & (kGhost | kNew));
         uint32_t from_id = st_.store->find_name(from), to_id = st_.store->name_id(to);
@@ -972,13 +930,16 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
   store.reserve(store.size() + text.size() / 100);
   Applier a(state, options);
   const IPFamily family = po.family;
-  auto known = [&store, family](ir::TableId t, std::string_view line) { return store.known_line(family, t, line); };
+  uint32_t cursor = 0;  // the record after the last known line: most likely the next one
+  auto known = [&store, family, &cursor](ir::TableId t, std::string_view line) {
+    return store.known_line(family, t, line, &cursor);
+  };
   // A remembered line becomes an -A op that carries only what the applier checks
   // before interning: the chain and the target's kind and chain.
   Op known_op;
   known_op.kind = OpKind::Append;
   auto known_event = [&](const RestoreReader& r) -> const Op& {
-    uint32_t id = r.known_id();
+    uint32_t id = store.line_rule(r.known_id());
     known_op.chain.assign(r.known_chain());
     known_op.line = r.line();
     const std::string& jump = store.jump(id);
@@ -990,7 +951,7 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
   };
   auto read_op = [&](RestoreReader& r, RestoreReader::Event e) {
     if (e == RestoreReader::Event::Known) {
-      a.op_interned(known_event(r), r.known_id());
+      a.op_interned(known_event(r), store.line_rule(r.known_id()), store.line_chain(r.known_id()));
       return;
     }
     a.op(r.op());
@@ -1065,7 +1026,8 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
             if (e == RestoreReader::Event::Op) {
               if (!f(again.op())) break;
             } else if (e == RestoreReader::Event::Known) {
-              if (!a.visit_interned(f, known_event(again), again.known_id())) break;
+              if (!a.visit_interned(f, known_event(again), store.line_rule(again.known_id()), store.line_chain(again.known_id())))
+                break;
             } else if (e != RestoreReader::Event::TableStart) {
               break;
             }

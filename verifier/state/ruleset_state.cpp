@@ -47,6 +47,16 @@ uint32_t RuleStore::intern_text(std::string text, uint64_t h, std::string_view j
   return id;
 }
 
+RuleStore::RuleStore() {
+  for (std::string_view name : kBuiltinNames) name_id(name);
+}
+
+uint32_t RuleStore::builtin_name_id(std::string_view name) {
+  for (uint32_t i = 0; i < std::size(kBuiltinNames); ++i)
+    if (kBuiltinNames[i] == name) return i;
+  return kNoName;
+}
+
 uint32_t RuleStore::name_id(std::string_view name, uint64_t h) {
   if (uint32_t id = name_index_.find(name, h); id != TextTable::kNone) return id;
   uint32_t id = static_cast<uint32_t>(names_.size());
@@ -55,8 +65,25 @@ uint32_t RuleStore::name_id(std::string_view name, uint64_t h) {
   return id;
 }
 
-void RuleStore::remember_line(IPFamily family, ir::TableId table, std::string_view line, uint64_t h, uint32_t id) {
-  TextTable& t = lines_[line_slot(family, table)];
+uint32_t RuleStore::known_line(IPFamily family, ir::TableId table, std::string_view line, uint32_t* cursor) const {
+  const size_t slot = line_slot(family, table);
+  if (cursor && *cursor < records_.size()) {
+    const LineRecord& r = records_[*cursor];
+    if (r.slot == slot && r.size == line.size() && std::memcmp(r.data, line.data(), line.size()) == 0) return (*cursor)++;
+  }
+  uint32_t rec = lines_[slot].find(line);
+  if (cursor && rec != TextTable::kNone) *cursor = rec + 1;
+  return rec;
+}
+
+void RuleStore::remember_line(IPFamily family, ir::TableId table, std::string_view line, uint32_t id) {
+  remember_line(family, table, line, text_hash(line), id, text_hash(line_chain_word(line)));
+}
+
+void RuleStore::remember_line(IPFamily family, ir::TableId table, std::string_view line, uint64_t h, uint32_t id,
+                              uint64_t chain_hash) {
+  const size_t slot = line_slot(family, table);
+  TextTable& t = lines_[slot];
   if (t.find(line, h) != TextTable::kNone) return;
   if (line.size() > static_cast<size_t>(arena_end_ - arena_pos_)) {
     size_t chunk = std::max<size_t>(line.size(), size_t{1} << 20);
@@ -67,7 +94,10 @@ void RuleStore::remember_line(IPFamily family, ir::TableId table, std::string_vi
   char* dst = arena_pos_;
   std::memcpy(dst, line.data(), line.size());
   arena_pos_ += line.size();
-  t.insert(std::string_view(dst, line.size()), h, id);
+  const auto rec = static_cast<uint32_t>(records_.size());
+  records_.push_back(LineRecord{dst, static_cast<uint32_t>(line.size()), id, name_id(line_chain_word(line), chain_hash),
+                                static_cast<uint8_t>(slot)});
+  t.insert(std::string_view(dst, line.size()), h, rec);
 }
 
 std::string RuleStore::canonical_text(const ir::Rule& rule, IPFamily family) {
@@ -95,41 +125,51 @@ uint32_t RuleStore::renamed(uint32_t id, const std::string& new_target) {
   return intern_text(std::move(text), new_target, g);
 }
 
+Chain& ChainMap::insert(Chain c) {
+  const uint32_t id = c.id;
+  if (id >= slot_.size()) slot_.resize(std::max<size_t>(id + 1, slot_.size() * 2), kNone);
+  slot_[id] = static_cast<uint32_t>(chains_.size());
+  chains_.push_back(std::move(c));
+  return chains_.back();
+}
+
+void ChainMap::erase(uint32_t name_id) {
+  if (name_id >= slot_.size() || slot_[name_id] == kNone) return;
+  const uint32_t at = slot_[name_id];
+  slot_[name_id] = kNone;
+  if (at + 1 != chains_.size()) {
+    chains_[at] = std::move(chains_.back());
+    slot_[chains_[at].id] = at;
+  }
+  chains_.pop_back();
+}
+
 TableState TableState::empty(ir::TableId id) {
   TableState t;
   t.id = id;
   for (const auto& name : ir::builtin_chains(id)) {
     Chain c;
     c.name = name;
+    c.id = RuleStore::builtin_name_id(name);
     c.builtin = true;
     c.policy = "ACCEPT";
-    t.chains.emplace(name, std::move(c));
+    t.chains.insert(std::move(c));
   }
   return t;
 }
 
-Chain* TableState::find(const std::string& name) {
-  auto it = chains.find(name);
-  return it == chains.end() ? nullptr : &it->second;
-}
-
-const Chain* TableState::find(const std::string& name) const {
-  auto it = chains.find(name);
-  return it == chains.end() ? nullptr : &it->second;
-}
-
 size_t TableState::rule_count() const {
   size_t n = 0;
-  for (const auto& [_, c] : chains) n += c.rules.size();
+  for (const Chain& c : chains) n += c.rules.size();
   return n;
 }
 
 std::vector<const Chain*> TableState::save_order() const {
   std::vector<const Chain*> out;
   for (const auto& name : ir::builtin_chains(id))
-    if (const Chain* c = find(name)) out.push_back(c);
+    if (const Chain* c = chains.find(RuleStore::builtin_name_id(name))) out.push_back(c);
   std::vector<const Chain*> user;
-  for (const auto& [_, c] : chains)
+  for (const Chain& c : chains)
     if (!c.builtin) user.push_back(&c);
   std::sort(user.begin(), user.end(),
             [](const Chain* a, const Chain* b) { return std::strcmp(a->name.c_str(), b->name.c_str()) < 0; });
@@ -165,14 +205,16 @@ std::vector<ChainDiff> diff_states(const RulesetState& a, const RulesetState& b)
     const TableState& tb = b.tables[t];
     if (ta.present != tb.present) out.push_back({ta.id, "", ChainDiff::TablePresence});
     size_t first = out.size();
-    for (const auto& [name, c] : ta.chains) {
-      const Chain* d = tb.find(name);
-      if (!d) out.push_back({ta.id, name, ChainDiff::OnlyInA});
-      else if (c.policy != d->policy) out.push_back({ta.id, name, ChainDiff::Policy});
-      else if (!same_rules(c, *a.store, *d, *b.store)) out.push_back({ta.id, name, ChainDiff::Rules});
+    // On one store a name has one id; across two stores, look names up in the other's.
+    const bool shared = a.store == b.store;
+    for (const Chain& c : ta.chains) {
+      const Chain* d = shared ? tb.chains.find(c.id) : tb.find(*b.store, c.name);
+      if (!d) out.push_back({ta.id, c.name, ChainDiff::OnlyInA});
+      else if (c.policy != d->policy) out.push_back({ta.id, c.name, ChainDiff::Policy});
+      else if (!same_rules(c, *a.store, *d, *b.store)) out.push_back({ta.id, c.name, ChainDiff::Rules});
     }
-    for (const auto& [name, d] : tb.chains)
-      if (!ta.find(name)) out.push_back({ta.id, name, ChainDiff::OnlyInB});
+    for (const Chain& d : tb.chains)
+      if (!(shared ? ta.chains.find(d.id) : ta.find(*a.store, d.name))) out.push_back({ta.id, d.name, ChainDiff::OnlyInB});
     std::sort(out.begin() + static_cast<long>(first), out.end(),
               [](const ChainDiff& x, const ChainDiff& y) { return std::strcmp(x.chain.c_str(), y.chain.c_str()) < 0; });
   }

@@ -77,7 +77,7 @@ bool load_save(std::string_view text, IPFamily family, Flavor flavor, RulesetSta
     return false;
   }
   for (auto& t : out.tables)
-    for (auto& [_, c] : t.chains) c.materialized = true;  // what a dump shows is taken to exist
+    for (Chain& c : t.chains) c.materialized = true;  // what a dump shows is taken to exist
   if (flavor == Flavor::Legacy) {
     // Save printed the newest table first: the first table of the dump is the newest.
     uint64_t n = out.next_instantiation;

@@ -35,7 +35,7 @@ void TailParser::run(ir::TableId table) {
     if (cancel_.load(std::memory_order_relaxed)) return;
     if (ev != RestoreReader::Event::Op || reader.rememberable_line().empty()) continue;
     const ir::Rule& rule = reader.op().rule;
-    Parsed p{reader.table(), false, reader.rememberable_line(), RuleStore::canonical_text(rule, family_), {}, 0, 0, 0};
+    Parsed p{reader.table(), false, reader.rememberable_line(), RuleStore::canonical_text(rule, family_), {}, 0, 0, 0, 0};
     if (rule.target.is_chain()) {
       p.jump = rule.target.chain;
       p.is_goto = rule.target.kind == ir::TargetKind::Goto;
@@ -43,6 +43,7 @@ void TailParser::run(ir::TableId table) {
     }
     p.line_hash = text_hash(p.line);
     p.text_hash = text_hash(p.text);
+    p.chain_hash = text_hash(RuleStore::line_chain_word(p.line));
     parsed_.push_back(std::move(p));
   }
 }
@@ -52,7 +53,7 @@ void TailParser::merge_into(RuleStore& store) {
   store.reserve(store.size() + parsed_.size());
   for (Parsed& p : parsed_)
     store.remember_line(family_, p.table, p.line, p.line_hash,
-                        store.intern_text(std::move(p.text), p.text_hash, p.jump, p.jump_hash, p.is_goto));
+                        store.intern_text(std::move(p.text), p.text_hash, p.jump, p.jump_hash, p.is_goto), p.chain_hash);
   parsed_.clear();
   parsed_.shrink_to_fit();
 }

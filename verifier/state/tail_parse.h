@@ -40,7 +40,7 @@ class TailParser {
     bool is_goto;
     std::string_view line;
     std::string text, jump;
-    uint64_t line_hash, text_hash, jump_hash;
+    uint64_t line_hash, text_hash, jump_hash, chain_hash;
   };
   void run(ir::TableId table);
 

@@ -100,7 +100,7 @@ struct Side {
     auto& memo = chain_hash[static_cast<int>(t)];
     auto it = memo.find(name);
     if (it != memo.end()) return it->second;
-    const Chain* c = st.table(t).find(name);
+    const Chain* c = st.find(t, name);
     std::string_view key = c ? std::string_view(c->name) : std::string_view(missing.emplace_back(name));
     uint64_t h = 0x51ed27;
     if (!c || depth > 64) {
@@ -127,15 +127,15 @@ struct Side {
     std::vector<std::string_view> work;
     for (const auto& b : ir::builtin_chains(t))
       if (!stable(t, b))
-        if (const Chain* c = st.table(t).find(b); c && after_nat[ti].insert(c->name).second) work.push_back(c->name);
+        if (const Chain* c = st.find(t, b); c && after_nat[ti].insert(c->name).second) work.push_back(c->name);
     while (!work.empty()) {
-      const Chain* c = st.table(t).find(std::string(work.back()));
+      const Chain* c = st.find(t, std::string(work.back()));
       work.pop_back();
       if (!c) continue;
       for (uint32_t id : c->rules) {
         const std::string& j = st.store->jump(id);
         if (j.empty()) continue;
-        const Chain* tc = st.table(t).find(j);
+        const Chain* tc = st.find(t, j);
         if (tc && after_nat[ti].insert(tc->name).second) work.push_back(tc->name);
       }
     }
@@ -164,8 +164,8 @@ AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const
     bool pa = a.table(t).present, pb = b.table(t).present;
     for (const auto& name : ir::builtin_chains(t)) {
       uint64_t ha = pa ? A.chain(t, name) : 0, hb = pb ? B.chain(t, name) : 0;
-      if (!pa && pb && B.st.table(t).find(name)->rules.empty() && B.st.table(t).find(name)->policy == "ACCEPT") continue;
-      if (pa && !pb && A.st.table(t).find(name)->rules.empty() && A.st.table(t).find(name)->policy == "ACCEPT") continue;
+      if (!pa && pb && B.st.find(t, name)->rules.empty() && B.st.find(t, name)->policy == "ACCEPT") continue;
+      if (pa && !pb && A.st.find(t, name)->rules.empty() && A.st.find(t, name)->policy == "ACCEPT") continue;
       if (ha != hb) all_equal = false;
     }
   }
@@ -226,8 +226,8 @@ AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const
   while (!work.empty()) {
     Pair p = std::move(work.back());
     work.pop_back();
-    const Chain* ca = a.table(p.t).present ? a.table(p.t).find(p.ca) : nullptr;
-    const Chain* cb = b.table(p.t).present ? b.table(p.t).find(p.cb) : nullptr;
+    const Chain* ca = a.table(p.t).present ? a.find(p.t, p.ca) : nullptr;
+    const Chain* cb = b.table(p.t).present ? b.find(p.t, p.cb) : nullptr;
     uint64_t ha = ca ? A.chain(p.t, p.ca) : 1, hb = cb ? B.chain(p.t, p.cb) : 1;
     bool empty_a = !ca || (ca->rules.empty() && (!ca->builtin || ca->policy == "ACCEPT"));
     bool empty_b = !cb || (cb->rules.empty() && (!cb->builtin || cb->policy == "ACCEPT"));

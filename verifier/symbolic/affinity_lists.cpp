@@ -31,7 +31,7 @@ bool list_use(std::string_view t, ListUse* out) {
 std::unordered_map<std::string, std::string> affinity_list_keys(const RulesetState& st) {
   std::unordered_map<std::string, std::string> keys;
   ListUse use;
-  for (const auto& [name, chain] : st.table(ir::TableId::Nat).chains)
+  for (const Chain& chain : st.table(ir::TableId::Nat).chains)
     for (uint32_t id : chain.rules)
       if (st.store->names_list(id) && list_use(st.store->text(id), &use) && (use.sets || !keys.count(use.list)))
         keys[use.list] = use.key;

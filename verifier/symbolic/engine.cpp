@@ -238,7 +238,7 @@ struct Engine::Impl {
   void read_affinity_lists() {
     const TableState& nat = st.table(TableId::Nat);
     ListUse use;
-    for (const auto& [name, chain] : nat.chains) {
+    for (const Chain& chain : nat.chains) {
       for (uint32_t id : chain.rules) {
         if (!st.store->names_list(id) || !list_use(st.store->text(id), &use)) continue;
         if (!list_ids.count(use.list) || use.sets) list_ids[use.list] = u.affinity_id(use.key);
@@ -759,7 +759,7 @@ struct Engine::Impl {
         return Flow::Continue;
       case TargetKind::Jump:
       case TargetKind::Goto: {
-        const Chain* c = st.table(s.table).find(tg.chain);
+        const Chain* c = st.find(s.table, tg.chain);
         if (!c) return unknown("jump to missing chain " + tg.chain);
         if (e.stack.size() >= 128) return unknown("chain depth beyond 128");
         Frame f = enter(c, e);
@@ -887,7 +887,7 @@ struct Engine::Impl {
             continue;
           }
         }
-        const Chain* b = tb.find(hook_chain(s.hook));
+        const Chain* b = st.find(s.table, hook_chain(s.hook));
         if (!b) {
           ++e.stage;
           continue;

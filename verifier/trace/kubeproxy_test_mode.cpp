@@ -137,7 +137,7 @@ struct KpTracer {
 
   bool run_chain(TableId table, const std::string& chain, const std::string& src, const std::string& proto,
                  const std::string& dst, const std::string& dport, int depth = 0) {
-    const Chain* c = state.table(table).find(chain);
+    const Chain* c = state.find(table, chain);
     if (!c || !res.error.empty()) return false;
     if (depth > 64) {
       res.error = "chain depth beyond 64 at " + chain;

@@ -559,7 +559,7 @@ struct Tracer::Impl {
         return Flow::Continue;
       case TargetKind::Jump:
       case TargetKind::Goto: {
-        const Chain* c = table(st.table).find(tg.chain);
+        const Chain* c = t.state_.find(st.table, tg.chain);
         if (!c) return unknown("jump to missing chain " + tg.chain);
         if (e.stack.size() >= t.options_.max_depth)
           return unknown("chain depth beyond " + std::to_string(t.options_.max_depth));
@@ -636,7 +636,7 @@ struct Tracer::Impl {
         const TableState& tb = table(s.table);
         bool skip = !tb.present;
         if (s.table == TableId::Nat && !(e.ct & ir::kCtNew)) skip = true;  // nat: first packet only
-        const Chain* b = skip ? nullptr : tb.find(hook_chain(s.hook));
+        const Chain* b = skip ? nullptr : t.state_.find(s.table, hook_chain(s.hook));
         if (!b) {
           ++e.stage;
           continue;
@@ -932,14 +932,15 @@ std::string format_text(const Packet& pkt, const TraceOptions& options, const Tr
 std::vector<std::string> resolve_affinity(const RulesetState& state, const std::string& endpoint) {
   std::vector<std::string> out;
   const TableState& nat = state.table(TableId::Nat);
-  if (starts_with(endpoint, "KUBE-SEP-") || nat.find(endpoint)) {
+  if (starts_with(endpoint, "KUBE-SEP-") || state.find(TableId::Nat, endpoint)) {
     out.push_back(endpoint);
     return out;
   }
   // "ip:port" or "[v6]:port": SEP chains whose DNAT goes there.
   std::string want = endpoint;
   std::vector<std::string> names;
-  for (const auto& [name, chain] : nat.chains) {
+  for (const Chain& chain : nat.chains) {
+    const std::string& name = chain.name;
     if (!starts_with(name, "KUBE-SEP-")) continue;
     for (uint32_t id : chain.rules) {
       const std::string& text = state.store->text(id);
@@ -994,7 +995,7 @@ bool add_kube_proxy_jumps(RulesetState& state, std::string* error) {
   for (const auto& j : kJumps) {
     int k = j.table == TableId::Nat;
     std::string& b = blocks[k];
-    if (!state.table(j.table).find(j.to) && created[k].insert(j.to).second) b += std::string("-N ") + j.to + "\n";
+    if (!state.find(j.table, j.to) && created[k].insert(j.to).second) b += std::string("-N ") + j.to + "\n";
     std::string args = std::string(j.args) + (*j.args ? " " : "") + "-j " + j.to;
     auto rule = parse_rule_text("-A " + std::string(j.from) + " " + args, state.family);
     if (!rule) {
@@ -1002,7 +1003,7 @@ bool add_kube_proxy_jumps(RulesetState& state, std::string* error) {
       return false;
     }
     uint32_t id = state.store->intern(*rule, state.family);
-    const Chain* c = state.table(j.table).find(j.from);
+    const Chain* c = state.find(j.table, j.from);
     if (c && std::find(c->rules.begin(), c->rules.end(), id) != c->rules.end()) continue;
     b += "-I " + std::string(j.from) + " 1 " + args + "\n";
   }
@@ -1020,9 +1021,8 @@ bool add_kube_proxy_jumps(RulesetState& state, std::string* error) {
 
 bool builtin_chains_empty(const RulesetState& state) {
   for (TableId t : {TableId::Nat, TableId::Filter}) {
-    const TableState& tb = state.table(t);
     for (const auto& name : ir::builtin_chains(t))
-      if (const Chain* c = tb.find(name); c && !c->rules.empty()) return false;
+      if (const Chain* c = state.find(t, name); c && !c->rules.empty()) return false;
   }
   return true;
 }
