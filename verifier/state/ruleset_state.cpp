@@ -37,13 +37,15 @@ uint32_t RuleStore::intern_text(std::string text, std::string_view jump, bool is
 }
 
 uint32_t RuleStore::intern_text(std::string text, uint64_t h, std::string_view jump, uint64_t jump_hash, bool is_goto) {
-  if (uint32_t id = index_.find(text, h); id != TextTable::kNone) return id;
+  index_.make_room_for_one();
+  const TextTable::Probe p = index_.probe(text, h);
+  if (p.value != TextTable::kNone) return p.value;
   uint32_t id = static_cast<uint32_t>(texts_.size());
   bool terminal = text == " -j ACCEPT" || text == " -j DROP" || text == " -j RETURN";
   texts_.push_back(std::move(text));
   bool names_list = find_text(texts_.back(), " --name ") != std::string::npos;  // text was moved
+  index_.fill(p, texts_.back(), h, id);  // before name_id(): it touches only name_index_
   meta_.push_back(Meta{jump.empty() ? kNoName : name_id(jump, jump_hash), is_goto, terminal, names_list});
-  index_.insert(texts_.back(), h, id);
   return id;
 }
 
@@ -58,10 +60,12 @@ uint32_t RuleStore::builtin_name_id(std::string_view name) {
 }
 
 uint32_t RuleStore::name_id(std::string_view name, uint64_t h) {
-  if (uint32_t id = name_index_.find(name, h); id != TextTable::kNone) return id;
+  name_index_.make_room_for_one();
+  const TextTable::Probe p = name_index_.probe(name, h);
+  if (p.value != TextTable::kNone) return p.value;
   uint32_t id = static_cast<uint32_t>(names_.size());
   names_.emplace_back(name);
-  name_index_.insert(names_.back(), h, id);
+  name_index_.fill(p, names_.back(), h, id);
   return id;
 }
 
@@ -84,7 +88,9 @@ void RuleStore::remember_line(IPFamily family, ir::TableId table, std::string_vi
                               uint64_t chain_hash) {
   const size_t slot = line_slot(family, table);
   TextTable& t = lines_[slot];
-  if (t.find(line, h) != TextTable::kNone) return;
+  t.make_room_for_one();
+  const TextTable::Probe p = t.probe(line, h);
+  if (p.value != TextTable::kNone) return;
   if (line.size() > static_cast<size_t>(arena_end_ - arena_pos_)) {
     size_t chunk = std::max<size_t>(line.size(), size_t{1} << 20);
     arena_.push_back(std::unique_ptr<char[]>(new char[chunk]));  // not zeroed
@@ -95,9 +101,12 @@ void RuleStore::remember_line(IPFamily family, ir::TableId table, std::string_vi
   std::memcpy(dst, line.data(), line.size());
   arena_pos_ += line.size();
   const auto rec = static_cast<uint32_t>(records_.size());
-  records_.push_back(LineRecord{dst, static_cast<uint32_t>(line.size()), id, name_id(line_chain_word(line), chain_hash),
-                                static_cast<uint8_t>(slot)});
-  t.insert(std::string_view(dst, line.size()), h, rec);
+  t.fill(p, std::string_view(dst, line.size()), h, rec);
+  // Runs of lines append to one chain: most lines name the chain the last one did.
+  std::string_view chain = line_chain_word(line);
+  uint32_t chain_id = !records_.empty() && chain == names_[records_.back().chain] ? records_.back().chain
+                                                                                    : name_id(chain, chain_hash);
+  records_.push_back(LineRecord{dst, static_cast<uint32_t>(line.size()), id, chain_id, static_cast<uint8_t>(slot)});
 }
 
 std::string RuleStore::canonical_text(const ir::Rule& rule, IPFamily family) {

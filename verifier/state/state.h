@@ -105,6 +105,16 @@ class RuleStore {
   /// The same with text_hash(line) and text_hash(CHAIN) already computed (by another thread).
   void remember_line(IPFamily family, ir::TableId table, std::string_view line, uint64_t hash, uint32_t id,
                      uint64_t chain_hash);
+  /// Room for n more lines of that table without regrowing its index.
+  void reserve_lines(IPFamily family, ir::TableId table, size_t n) {
+    lines_[line_slot(family, table)].reserve(lines_[line_slot(family, table)].size() + n);
+    records_.reserve(records_.size() + n);
+  }
+  /// Starts loading what interning a text and remembering its line will touch first.
+  void prefetch(IPFamily family, ir::TableId table, uint64_t line_hash, uint64_t text_hash) const {
+    lines_[line_slot(family, table)].prefetch(line_hash);
+    index_.prefetch(text_hash);
+  }
   /// The chain word of a rememberable line ("-A CHAIN ...").
   static std::string_view line_chain_word(std::string_view line) {
     size_t end = line.find(' ', 3);

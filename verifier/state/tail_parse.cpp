@@ -51,9 +51,22 @@ void TailParser::run(ir::TableId table) {
 void TailParser::merge_into(RuleStore& store) {
   if (thread_.joinable()) thread_.join();
   store.reserve(store.size() + parsed_.size());
-  for (Parsed& p : parsed_)
+  size_t per_table[5] = {};
+  for (const Parsed& p : parsed_) ++per_table[static_cast<size_t>(p.table)];
+  for (size_t t = 0; t < 5; ++t)
+    if (per_table[t]) store.reserve_lines(family_, static_cast<ir::TableId>(t), per_table[t]);
+  // The hashes are known ahead: load the slots a few lines ahead while this one is
+  // stored, so the cache misses of consecutive lines overlap.
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < parsed_.size(); ++i) {
+    if (i + kAhead < parsed_.size()) {
+      const Parsed& q = parsed_[i + kAhead];
+      store.prefetch(family_, q.table, q.line_hash, q.text_hash);
+    }
+    Parsed& p = parsed_[i];
     store.remember_line(family_, p.table, p.line, p.line_hash,
                         store.intern_text(std::move(p.text), p.text_hash, p.jump, p.jump_hash, p.is_goto), p.chain_hash);
+  }
   parsed_.clear();
   parsed_.shrink_to_fit();
 }

@@ -60,9 +60,41 @@ class TextTable {
 
   /// Stores text -> value; text must not be in the table and must outlive it.
   void insert(std::string_view text, uint64_t hash, uint32_t value) {
-    if ((count_ + 1) * 4 > slots_.size() * 3) grow();
+    make_room_for_one();
     place(Slot{hash, text.data(), static_cast<uint32_t>(text.size()), value});
     ++count_;
+  }
+
+  // A lookup that may insert, in one probe sequence (interning half a million texts:
+  // find-then-insert walked every probe sequence twice):
+  //   table.make_room_for_one();
+  //   auto p = table.probe(text, hash);
+  //   if (p.value != TextTable::kNone) return p.value;
+  //   ... store the text at a stable address ...
+  //   table.fill(p, stored, hash, value);
+  struct Probe {
+    size_t slot;
+    uint32_t value;  ///< kNone: not there, and slot is where it goes
+  };
+  void make_room_for_one() {
+    if ((count_ + 1) * 4 > slots_.size() * 3) grow();
+  }
+  Probe probe(std::string_view text, uint64_t hash) const {
+    for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.value == kNone) return {i, kNone};
+      if (s.hash == hash && s.size == text.size() && std::memcmp(s.data, text.data(), text.size()) == 0) return {i, s.value};
+    }
+  }
+  /// Fills the free slot a probe() found (no insert or growth since).
+  void fill(const Probe& p, std::string_view text, uint64_t hash, uint32_t value) {
+    slots_[p.slot] = Slot{hash, text.data(), static_cast<uint32_t>(text.size()), value};
+    ++count_;
+  }
+  /// Starts loading the slot a hash probes first (a batch of lookups with known
+  /// hashes overlaps its cache misses instead of taking them one after another).
+  void prefetch(uint64_t hash) const {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
   }
 
   size_t size() const { return count_; }
