@@ -90,8 +90,10 @@ RepairResult repair(const verifier::RulesetState& actual, std::string_view full_
     }
     // Stale per-service chains: present now, absent from the desired program.
     std::vector<std::string> stale;
-    for (const verifier::Chain& chain : have.chains)
-      if (!chain.builtin && is_service_chain(chain.name) && !declared.count(chain.name)) stale.push_back(chain.name);
+    for (const verifier::Chain& chain : have.chains) {
+      std::string name(chain.name);
+      if (!chain.builtin && is_service_chain(name) && !declared.count(name)) stale.push_back(name);
+    }
     for (const auto& name : t.deleted)
       if (actual.find(*id, name)) stale.push_back(name);
     std::sort(stale.begin(), stale.end());
@@ -122,8 +124,8 @@ RepairResult repair(const verifier::RulesetState& actual, std::string_view full_
       }
     std::set<std::string> declared(t.declared.begin(), t.declared.end());
     for (const verifier::Chain& chain : got.table(*id).chains)
-      if (is_service_chain(chain.name) && !declared.count(chain.name) && !chain.builtin) {
-        r.error = "internal: repair leaves stale chain " + chain.name;
+      if (std::string name(chain.name); is_service_chain(name) && !declared.count(name) && !chain.builtin) {
+        r.error = "internal: repair leaves stale chain " + name;
         return r;
       }
   }

@@ -28,7 +28,7 @@ std::set<std::string> reachable(const TableState& t, const RuleStore& store) {
   std::set<std::string> seen;
   std::vector<std::string> work;
   for (const Chain& chain : t.chains)
-    if (chain.builtin || kube_proxy_entry(t.id, chain.name)) work.push_back(chain.name), seen.insert(chain.name);
+    if (std::string name(chain.name); chain.builtin || kube_proxy_entry(t.id, name)) work.push_back(name), seen.insert(name);
   while (!work.empty()) {
     const Chain* c = t.find(store, work.back());
     work.pop_back();

@@ -256,7 +256,7 @@ class Applier {
   }
   // nft ":CHAIN" of an existing chain: the kernel flushes it, the cache keeps the rules.
   void ghost_flush(Chain& c) {
-    created_.insert(c.name);  // the kernel cannot rename it in this batch either
+    created_.insert(std::string(c.name));  // the kernel cannot rename it in this batch either
     for (uint32_t& id : c.rules) {
       drop_refs(id);
       id |= kGhost;
@@ -268,14 +268,15 @@ class Applier {
                  "rule flushed by an earlier \":" + op.chain + "\" of this batch", ErrorClass::NoSuchRule);
     return true;
   }
+  uint32_t refs_of(const Chain& c) const { return c.id < t_.refs.size() ? t_.refs[c.id] : 0; }
   uint32_t refs_of(const std::string& name) const {
     uint32_t n = st_.store->find_name(name);
     return n < t_.refs.size() ? t_.refs[n] : 0;
   }
   Chain& create_chain(const std::string& name) {
     Chain c;
-    c.name = name;
     c.id = st_.store->name_id(name);
+    c.name = st_.store->name(c.id);
     c.materialized = true;
     c.seq = st_.next_seq++;
     if (!legacy()) created_.insert(name);
@@ -610,11 +611,11 @@ bool Applier::exec(const Op& op) {
       return true;
     }
     case OpKind::DeleteChain: {
-      auto busy = [&](const Chain& c) { return refs_of(c.name) > 0 || has_real_rules(c); };
+      auto busy = [&](const Chain& c) { return refs_of(c) > 0 || has_real_rules(c); };
       if (op.chain.empty()) {
         std::vector<std::string> names;
         for (const Chain& c : t_.chains)
-          if (!c.builtin) names.push_back(c.name);
+          if (!c.builtin) names.emplace_back(c.name);
         std::sort(names.begin(), names.end());
         bool failed = false;
         for (const auto& n : names) {
@@ -667,12 +668,13 @@ bool Applier::exec(const Op& op) {
       }
       Chain& c = *chain(op.chain);
       if (busy(c)) {
-        std::string why = refs_of(c.name) ? "chain " + c.name + " is referenced" : "chain " + c.name + " is not empty";
+        const std::string name(c.name);
+        std::string why = refs_of(c) ? "chain " + name + " is referenced" : "chain " + name + " is not empty";
         if (legacy()) {
           line_failed(op.line, "", why, ErrorClass::ChainBusy);
           return false;
         }
-        kernel_error(op.line, "CHAIN_DEL failed (Device or resource busy): chain " + c.name, why, ErrorClass::ChainBusy);
+        kernel_error(op.line, "CHAIN_DEL failed (Device or resource busy): chain " + name, why, ErrorClass::ChainBusy);
       }
         t_.chains.erase(c.id);
       created_.erase(op.chain);
@@ -747,8 +749,8 @@ bool Applier::exec(const Op& op) {
       }
         Chain moved = std::move(*find(from));
       t_.chains.erase(moved.id);
-      moved.name = to;
       moved.id = st_.store->name_id(to);
+      moved.name = st_.store->name(moved.id);
       t_.chains.insert(std::move(moved));
       if (uint32_t n = refs_of(from)) {
         for (Chain& c : t_.chains)

@@ -181,7 +181,7 @@ std::vector<const Chain*> TableState::save_order() const {
   for (const Chain& c : chains)
     if (!c.builtin) user.push_back(&c);
   std::sort(user.begin(), user.end(),
-            [](const Chain* a, const Chain* b) { return std::strcmp(a->name.c_str(), b->name.c_str()) < 0; });
+            [](const Chain* a, const Chain* b) { return a->name < b->name; });  // strcmp order
   out.insert(out.end(), user.begin(), user.end());
   return out;
 }

@@ -152,7 +152,9 @@ class RuleStore {
 };
 
 struct Chain {
-  std::string name;
+  /// Points into the rule store's names (or at a built-in chain's static name): a
+  /// state is copied per verify, and 120k chain names were 120k allocations.
+  std::string_view name;
   uint32_t id = RuleStore::kNoName;  ///< the store's name id of `name`
   bool builtin = false;
   std::string policy = "-";  ///< built-in: ACCEPT or DROP; user chains: "-"
@@ -313,6 +315,7 @@ struct ChainDiff {
   enum Kind : uint8_t { TablePresence, OnlyInA, OnlyInB, Policy, Rules };
   ir::TableId table;
   std::string chain;  ///< empty for TablePresence
+  ChainDiff(ir::TableId t, std::string_view c, Kind k) : table(t), chain(c), kind(k) {}
   Kind kind;
 };
 std::vector<ChainDiff> diff_states(const RulesetState& a, const RulesetState& b);

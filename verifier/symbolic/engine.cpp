@@ -256,7 +256,7 @@ struct Engine::Impl {
     return aid;
   }
 
-  const SymRule& rule(TableId t, const std::string& chain, uint32_t id) {
+  const SymRule& rule(TableId t, std::string_view chain, uint32_t id) {
     uint64_t key = (uint64_t(static_cast<uint8_t>(t)) << 32) | id;
     auto it = rules.find(key);
     if (it != rules.end()) return *it->second;
@@ -267,8 +267,8 @@ struct Engine::Impl {
     return ref;
   }
 
-  void compile(SymRule& out, TableId t, const std::string& chain, uint32_t id) {
-    std::string text = "-A " + chain + st.store->text(id);
+  void compile(SymRule& out, TableId t, std::string_view chain, uint32_t id) {
+    std::string text = "-A " + std::string(chain) + st.store->text(id);
     ParseOptions po;
     po.family = st.family;
     po.table = t;
@@ -911,7 +911,7 @@ struct Engine::Impl {
       uint32_t id = f.chain->rules[pos];
       const SymRule& r = rule(e.plan[e.stage].table, f.chain->name, id);
       if (r.bad) {
-        finish(e, Verdict::Unknown, "rule text does not re-parse: -A " + f.chain->name + st.store->text(id));
+        finish(e, Verdict::Unknown, "rule text does not re-parse: -A " + std::string(f.chain->name) + st.store->text(id));
         return;
       }
       // Split the class through the rule's tests.
@@ -954,7 +954,7 @@ struct Engine::Impl {
         Exec m = e;
         m.k = std::move(p.k);
         if (!p.unknown.empty()) {
-          finish(m, Verdict::Unknown, p.unknown + " (-A " + f.chain->name + st.store->text(id) + ")");
+          finish(m, Verdict::Unknown, p.unknown + " (-A " + std::string(f.chain->name) + st.store->text(id) + ")");
           continue;
         }
         if (r.random && !r.p.is_one()) {

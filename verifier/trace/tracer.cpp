@@ -230,7 +230,7 @@ struct Tracer::Impl {
     s.table = e.plan[e.stage].table;
     s.chain = f.chain->name;
     s.rule_no = f.next;  // already advanced past the rule: 1-based position
-    s.text = "-A " + f.chain->name + t.state_.store->text(id);
+    s.text = "-A " + std::string(f.chain->name) + t.state_.store->text(id);
     s.note = std::move(note);
     if (const ir::Rule* r = t.rule(s.table, s.chain, id))
       for (const auto& a : r->args)
@@ -535,7 +535,7 @@ struct Tracer::Impl {
       s.kind = Step::Policy;
       s.table = e.plan[e.stage].table;
       s.chain = b->name;
-      s.text = ":" + b->name + " " + b->policy;
+      s.text = ":" + std::string(b->name) + " " + b->policy;
       s.note = "policy";
       e.path.push_back(std::move(s));
     }
@@ -717,12 +717,12 @@ bool Tracer::is_local(const IPAddr& a) const {
   return false;
 }
 
-const ir::Rule* Tracer::rule(TableId t, const std::string& chain, uint32_t id) {
+const ir::Rule* Tracer::rule(TableId t, std::string_view chain, uint32_t id) {
   uint64_t key = (uint64_t(static_cast<uint8_t>(t)) << 32) | id;
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second.get();
   if (bad_.count(key)) return nullptr;
-  std::string text = "-A " + chain + state_.store->text(id);
+  std::string text = "-A " + std::string(chain) + state_.store->text(id);
   ParseOptions po;
   po.family = state_.family;
   po.table = t;
@@ -940,7 +940,7 @@ std::vector<std::string> resolve_affinity(const RulesetState& state, const std::
   std::string want = endpoint;
   std::vector<std::string> names;
   for (const Chain& chain : nat.chains) {
-    const std::string& name = chain.name;
+    const std::string name(chain.name);
     if (!starts_with(name, "KUBE-SEP-")) continue;
     for (uint32_t id : chain.rules) {
       const std::string& text = state.store->text(id);

@@ -135,7 +135,7 @@ class Tracer {
   bool is_local(const IPAddr& a) const;
 
   /// The typed rule of a state rule id in table t (nullptr if its text does not re-parse).
-  const ir::Rule* rule(ir::TableId t, const std::string& chain, uint32_t id);
+  const ir::Rule* rule(ir::TableId t, std::string_view chain, uint32_t id);
   /// True if the rule's leading -s/-d (canonical save text) already exclude the
   /// addresses: the rule cannot match, and is not read further. Sound: a false
   /// match decides a rule whatever its other matches say.
