@@ -45,13 +45,13 @@ std::set<std::string> reachable(const TableState& t, const RuleStore& store) {
 void services_of(const Chain* c, const RuleStore& store, std::set<std::string>& out) {
   if (!c) return;
   for (uint32_t id : c->rules) {
-    const std::string& text = store.text(id);
+    const std::string_view text = store.text(id);
     size_t p = text.find("--comment ");
     if (p == std::string::npos) continue;
     p += 10;
     if (p < text.size() && text[p] == '"') ++p;
     size_t e = text.find_first_of(" \"", p);
-    std::string word = text.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    std::string word(text.substr(p, e == std::string::npos ? std::string::npos : e - p));
     if (word.find('/') != std::string::npos) out.insert(word);
   }
 }

@@ -31,19 +31,18 @@ const char* error_class_name(ErrorClass c) {
   return "?";
 }
 
-uint32_t RuleStore::intern_text(std::string text, std::string_view jump, bool is_goto) {
-  uint64_t h = text_hash(text);
-  return intern_text(std::move(text), h, jump, jump.empty() ? 0 : text_hash(jump), is_goto);
+uint32_t RuleStore::intern_text(std::string_view text, std::string_view jump, bool is_goto) {
+  return intern_text(text, text_hash(text), jump, jump.empty() ? 0 : text_hash(jump), is_goto);
 }
 
-uint32_t RuleStore::intern_text(std::string text, uint64_t h, std::string_view jump, uint64_t jump_hash, bool is_goto) {
+uint32_t RuleStore::intern_text(std::string_view text, uint64_t h, std::string_view jump, uint64_t jump_hash, bool is_goto) {
   index_.make_room_for_one();
   const TextTable::Probe p = index_.probe(text, h);
   if (p.value != TextTable::kNone) return p.value;
   uint32_t id = static_cast<uint32_t>(texts_.size());
   bool terminal = text == " -j ACCEPT" || text == " -j DROP" || text == " -j RETURN";
-  texts_.push_back(std::move(text));
-  bool names_list = find_text(texts_.back(), " --name ") != std::string::npos;  // text was moved
+  texts_.push_back(keep(text));
+  bool names_list = find_text(text, " --name ") != std::string_view::npos;
   index_.fill(p, texts_.back(), h, id);  // before name_id(): it touches only name_index_
   meta_.push_back(Meta{jump.empty() ? kNoName : name_id(jump, jump_hash), is_goto, terminal, names_list});
   return id;
@@ -91,47 +90,56 @@ void RuleStore::remember_line(IPFamily family, ir::TableId table, std::string_vi
   t.make_room_for_one();
   const TextTable::Probe p = t.probe(line, h);
   if (p.value != TextTable::kNone) return;
-  if (line.size() > static_cast<size_t>(arena_end_ - arena_pos_)) {
-    size_t chunk = std::max<size_t>(line.size(), size_t{1} << 20);
+  const std::string_view kept = keep(line);
+  const auto rec = static_cast<uint32_t>(records_.size());
+  t.fill(p, kept, h, rec);
+  // Runs of lines append to one chain: most lines name the chain the last one did.
+  std::string_view chain = line_chain_word(line);
+  uint32_t chain_id = !records_.empty() && chain == names_[records_.back().chain] ? records_.back().chain
+                                                                                    : name_id(chain, chain_hash);
+  records_.push_back(LineRecord{kept.data(), static_cast<uint32_t>(kept.size()), id, chain_id, static_cast<uint8_t>(slot)});
+}
+
+std::string_view RuleStore::keep(std::string_view bytes) {
+  if (bytes.size() > static_cast<size_t>(arena_end_ - arena_pos_)) {
+    size_t chunk = std::max<size_t>(bytes.size(), size_t{1} << 20);
     arena_.push_back(std::unique_ptr<char[]>(new char[chunk]));  // not zeroed
     arena_pos_ = arena_.back().get();
     arena_end_ = arena_pos_ + chunk;
   }
   char* dst = arena_pos_;
-  std::memcpy(dst, line.data(), line.size());
-  arena_pos_ += line.size();
-  const auto rec = static_cast<uint32_t>(records_.size());
-  t.fill(p, std::string_view(dst, line.size()), h, rec);
-  // Runs of lines append to one chain: most lines name the chain the last one did.
-  std::string_view chain = line_chain_word(line);
-  uint32_t chain_id = !records_.empty() && chain == names_[records_.back().chain] ? records_.back().chain
-                                                                                    : name_id(chain, chain_hash);
-  records_.push_back(LineRecord{dst, static_cast<uint32_t>(line.size()), id, chain_id, static_cast<uint8_t>(slot)});
+  if (!bytes.empty()) std::memcpy(dst, bytes.data(), bytes.size());
+  arena_pos_ += bytes.size();
+  return {dst, bytes.size()};
 }
 
 std::string RuleStore::canonical_text(const ir::Rule& rule, IPFamily family) {
   std::string text;
   text.reserve(160);
-  ir::print_rule_save(text, "", rule, family);
-  text.erase(0, 3);  // "-A " + "" (the chain is not part of a rule's identity)
+  append_canonical_text(text, rule, family);
   return text;
 }
 
+void RuleStore::append_canonical_text(std::string& out, const ir::Rule& rule, IPFamily family) {
+  const size_t at = out.size();
+  ir::print_rule_save(out, "", rule, family);
+  out.erase(at, 3);  // "-A " + "" (the chain is not part of a rule's identity)
+}
+
 uint32_t RuleStore::intern(const ir::Rule& rule, IPFamily family) {
-  std::string text = canonical_text(rule, family);
-  std::string jump;
+  scratch_.clear();
+  append_canonical_text(scratch_, rule, family);
   bool is_goto = rule.target.kind == ir::TargetKind::Goto;
-  if (rule.target.is_chain()) jump = rule.target.chain;
-  return intern_text(std::move(text), std::move(jump), is_goto);
+  return intern_text(scratch_, rule.target.is_chain() ? std::string_view(rule.target.chain) : std::string_view(), is_goto);
 }
 
 uint32_t RuleStore::renamed(uint32_t id, const std::string& new_target) {
-  const std::string& old = texts_[id];
+  const std::string_view old = texts_[id];
   const Meta& m = meta_[id];
   // The target is printed last: " -j NAME" / " -g NAME".
-  std::string text = old.substr(0, old.size() - jump(id).size()) + new_target;
+  std::string text = std::string(old.substr(0, old.size() - jump(id).size())) + new_target;
   bool g = m.is_goto;
-  return intern_text(std::move(text), new_target, g);
+  return intern_text(text, new_target, g);
 }
 
 Chain& ChainMap::insert(Chain c) {

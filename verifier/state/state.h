@@ -55,10 +55,13 @@ class RuleStore {
   uint32_t intern(const ir::Rule& rule, IPFamily family);
   /// A rule's identity: its iptables-save text after "-A CHAIN" (what intern() keys on).
   static std::string canonical_text(const ir::Rule& rule, IPFamily family);
-  uint32_t intern_text(std::string text, std::string_view jump, bool is_goto);
+  /// Appends canonical_text(rule, family) to out (no allocation once out has room).
+  static void append_canonical_text(std::string& out, const ir::Rule& rule, IPFamily family);
+  uint32_t intern_text(std::string_view text, std::string_view jump, bool is_goto);
   /// The same with text_hash(text) and text_hash(jump) already computed (by another thread).
-  uint32_t intern_text(std::string text, uint64_t text_hash, std::string_view jump, uint64_t jump_hash, bool is_goto);
-  const std::string& text(uint32_t id) const { return texts_[id]; }
+  uint32_t intern_text(std::string_view text, uint64_t text_hash, std::string_view jump, uint64_t jump_hash, bool is_goto);
+  /// Valid as long as the store (the bytes live in its arena).
+  std::string_view text(uint32_t id) const { return texts_[id]; }
   const std::string& jump(uint32_t id) const {
     uint32_t n = meta_[id].jump_id;
     return n == kNoName ? empty_name_ : names_[n];
@@ -131,7 +134,10 @@ class RuleStore {
   static size_t line_slot(IPFamily family, ir::TableId table) {
     return (family == IPFamily::V6 ? 5 : 0) + static_cast<size_t>(table);
   }
-  std::deque<std::string> texts_;
+  /// Copies bytes into the arena: stable, and freed in chunks, not one by one.
+  std::string_view keep(std::string_view bytes);
+  std::vector<std::string_view> texts_;  ///< rule id -> canonical text, in arena_
+  std::string scratch_;                  ///< intern(): the canonical text being built
   std::vector<Meta> meta_;
   TextTable index_;
   std::deque<std::string> names_;
@@ -146,7 +152,7 @@ class RuleStore {
   };
   std::vector<LineRecord> records_;
   TextTable lines_[10];                         ///< per family and table: raw line -> record
-  std::vector<std::unique_ptr<char[]>> arena_;  ///< the raw lines' bytes
+  std::vector<std::unique_ptr<char[]>> arena_;  ///< raw lines' and canonical texts' bytes
   char* arena_pos_ = nullptr;
   char* arena_end_ = nullptr;
 };

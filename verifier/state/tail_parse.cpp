@@ -30,19 +30,25 @@ void TailParser::run(ir::TableId table) {
   RestoreReader reader(text_.substr(start_), po);
   reader.start_in_table(table);
   parsed_.reserve((text_.size() - start_) / 90);
+  bytes_.reserve((text_.size() - start_) + (text_.size() - start_) / 4);
   // The reader stops at the first line it cannot parse: the main pass reads the rest itself.
   for (auto ev = reader.next(); ev != RestoreReader::Event::End && ev != RestoreReader::Event::Error; ev = reader.next()) {
     if (cancel_.load(std::memory_order_relaxed)) return;
     if (ev != RestoreReader::Event::Op || reader.rememberable_line().empty()) continue;
     const ir::Rule& rule = reader.op().rule;
-    Parsed p{reader.table(), false, reader.rememberable_line(), RuleStore::canonical_text(rule, family_), {}, 0, 0, 0, 0};
+    Parsed p{reader.table(), false, reader.rememberable_line(), 0, 0, 0, 0, 0, 0, 0, 0};
+    p.text_at = static_cast<uint32_t>(bytes_.size());
+    RuleStore::append_canonical_text(bytes_, rule, family_);
+    p.text_size = static_cast<uint32_t>(bytes_.size() - p.text_at);
+    p.text_hash = text_hash(std::string_view(bytes_).substr(p.text_at, p.text_size));
     if (rule.target.is_chain()) {
-      p.jump = rule.target.chain;
+      p.jump_at = static_cast<uint32_t>(bytes_.size());
+      p.jump_size = static_cast<uint32_t>(rule.target.chain.size());
+      bytes_ += rule.target.chain;
       p.is_goto = rule.target.kind == ir::TargetKind::Goto;
-      p.jump_hash = text_hash(p.jump);
+      p.jump_hash = text_hash(rule.target.chain);
     }
     p.line_hash = text_hash(p.line);
-    p.text_hash = text_hash(p.text);
     p.chain_hash = text_hash(RuleStore::line_chain_word(p.line));
     parsed_.push_back(std::move(p));
   }
@@ -63,12 +69,17 @@ void TailParser::merge_into(RuleStore& store) {
       const Parsed& q = parsed_[i + kAhead];
       store.prefetch(family_, q.table, q.line_hash, q.text_hash);
     }
-    Parsed& p = parsed_[i];
+    const Parsed& p = parsed_[i];
+    const std::string_view bytes(bytes_);
     store.remember_line(family_, p.table, p.line, p.line_hash,
-                        store.intern_text(std::move(p.text), p.text_hash, p.jump, p.jump_hash, p.is_goto), p.chain_hash);
+                        store.intern_text(bytes.substr(p.text_at, p.text_size), p.text_hash,
+                                          bytes.substr(p.jump_at, p.jump_size), p.jump_hash, p.is_goto),
+                        p.chain_hash);
   }
   parsed_.clear();
   parsed_.shrink_to_fit();
+  bytes_.clear();
+  bytes_.shrink_to_fit();
 }
 
 }  // namespace kpc::verifier

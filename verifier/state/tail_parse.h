@@ -39,7 +39,7 @@ class TailParser {
     ir::TableId table;
     bool is_goto;
     std::string_view line;
-    std::string text, jump;
+    uint32_t text_at, text_size, jump_at, jump_size;  ///< in bytes_ (it grows: offsets, not views)
     uint64_t line_hash, text_hash, jump_hash, chain_hash;
   };
   void run(ir::TableId table);
@@ -48,6 +48,7 @@ class TailParser {
   IPFamily family_;
   size_t start_;
   std::vector<Parsed> parsed_;
+  std::string bytes_;  ///< every parsed rule's canonical text and jump target, back to back
   std::atomic<bool> cancel_{false};  ///< set when the main pass stops early (an error)
   std::thread thread_;
 };

@@ -180,7 +180,7 @@ AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const
   };
   // The atoms a rule can apply to, within `reach`: its positive -d, or --dst-type LOCAL.
   auto rule_atoms = [&](const RulesetState& st, uint32_t id, const std::vector<char>& reach, std::vector<char>& dst) {
-    const std::string& t = st.store->text(id);
+    const std::string_view t = st.store->text(id);
     dst = reach;
     // Leading "-d A/len" (not negated), as iptables-save prints it.
     size_t d = t.find(" -d ");

@@ -177,7 +177,7 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
   for (const RulesetState* s : states) {
     if (!seen.insert(s->store.get()).second) continue;
     for (size_t id = 0; id < s->store->size(); ++id) {
-      const std::string& t = s->store->text(static_cast<uint32_t>(id));
+      const std::string_view t = s->store->text(static_cast<uint32_t>(id));
       Lead l = scan_lead(t);
       if (l.has_d && l.d.family() == u.family) {
         auto r = cidr_range(l.d);
@@ -268,7 +268,7 @@ struct Engine::Impl {
   }
 
   void compile(SymRule& out, TableId t, std::string_view chain, uint32_t id) {
-    std::string text = "-A " + std::string(chain) + st.store->text(id);
+    std::string text = "-A " + std::string(chain) + std::string(st.store->text(id));
     ParseOptions po;
     po.family = st.family;
     po.table = t;
@@ -911,7 +911,7 @@ struct Engine::Impl {
       uint32_t id = f.chain->rules[pos];
       const SymRule& r = rule(e.plan[e.stage].table, f.chain->name, id);
       if (r.bad) {
-        finish(e, Verdict::Unknown, "rule text does not re-parse: -A " + std::string(f.chain->name) + st.store->text(id));
+        finish(e, Verdict::Unknown, "rule text does not re-parse: -A " + std::string(f.chain->name) + std::string(st.store->text(id)));
         return;
       }
       // Split the class through the rule's tests.
@@ -954,7 +954,7 @@ struct Engine::Impl {
         Exec m = e;
         m.k = std::move(p.k);
         if (!p.unknown.empty()) {
-          finish(m, Verdict::Unknown, p.unknown + " (-A " + std::string(f.chain->name) + st.store->text(id) + ")");
+          finish(m, Verdict::Unknown, p.unknown + " (-A " + std::string(f.chain->name) + std::string(st.store->text(id)) + ")");
           continue;
         }
         if (r.random && !r.p.is_one()) {

@@ -146,7 +146,7 @@ struct KpTracer {
     for (uint32_t id : c->rules) {
       const ir::Rule* r = rules.rule(table, chain, id);
       if (!r) {
-        res.error = "rule does not re-parse: -A " + chain + state.store->text(id);
+        res.error = "rule does not re-parse: -A " + chain + std::string(state.store->text(id));
         return false;
       }
       std::string jump = jump_value(r->target);
@@ -155,7 +155,7 @@ struct KpTracer {
       bool m = rule_matches(*r, src, proto, dst, dport, &fatal);
       if (fatal) return false;
       if (!m) continue;
-      res.matches.push_back("-A " + chain + state.store->text(id));
+      res.matches.push_back("-A " + chain + std::string(state.store->text(id)));
       if (jump == "KUBE-MARK-MASQ") {
         res.masq = true;
         continue;

@@ -230,7 +230,7 @@ struct Tracer::Impl {
     s.table = e.plan[e.stage].table;
     s.chain = f.chain->name;
     s.rule_no = f.next;  // already advanced past the rule: 1-based position
-    s.text = "-A " + std::string(f.chain->name) + t.state_.store->text(id);
+    s.text = "-A " + std::string(f.chain->name) + std::string(t.state_.store->text(id));
     s.note = std::move(note);
     if (const ir::Rule* r = t.rule(s.table, s.chain, id))
       for (const auto& a : r->args)
@@ -722,7 +722,7 @@ const ir::Rule* Tracer::rule(TableId t, std::string_view chain, uint32_t id) {
   auto it = cache_.find(key);
   if (it != cache_.end()) return it->second.get();
   if (bad_.count(key)) return nullptr;
-  std::string text = "-A " + std::string(chain) + state_.store->text(id);
+  std::string text = "-A " + std::string(chain) + std::string(state_.store->text(id));
   ParseOptions po;
   po.family = state_.family;
   po.table = t;
@@ -943,7 +943,7 @@ std::vector<std::string> resolve_affinity(const RulesetState& state, const std::
     const std::string name(chain.name);
     if (!starts_with(name, "KUBE-SEP-")) continue;
     for (uint32_t id : chain.rules) {
-      const std::string& text = state.store->text(id);
+      const std::string_view text = state.store->text(id);
       size_t p = text.find(" --to-destination ");
       if (p == std::string::npos) continue;
       size_t b = p + 18, e = text.find(' ', b);
