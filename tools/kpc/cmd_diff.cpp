@@ -31,7 +31,8 @@ struct DiffOptions {
 bool looks_like_rules(const std::string& path) {
   if (path == "-") return true;
   if (std::filesystem::is_directory(path)) return false;
-  std::string text = read_text_file(path);
+  InputText file(path);
+  const std::string_view text = file.view();
   size_t i = 0;
   while (i < text.size()) {
     size_t e = text.find('\n', i);

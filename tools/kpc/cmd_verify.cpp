@@ -2,6 +2,7 @@
 // does applying the partial program to the prior state give the full program's state?
 // Exit 0 identical (or equivalent with --allow-equivalent), 1 otherwise, 2 error.
 #include <cstdio>
+#include <optional>
 
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
@@ -53,6 +54,7 @@ int run(const VerifyOptions& o) {
   IPFamily family = backend_family(backend);
   verifier::RulesetState prior = verifier::RulesetState::empty(family);
   std::string partial, full, error;
+  std::optional<InputText> partial_file, full_file;  // --partial/--full, mapped
   std::vector<IPAddr> local;
   if (!o.next.empty()) {
     std::string prior_program;
@@ -74,8 +76,8 @@ int run(const VerifyOptions& o) {
       return kExitError;
     }
     try {
-      partial = read_text_file(o.partial);
-      full = read_text_file(o.full);
+      partial_file.emplace(o.partial);
+      full_file.emplace(o.full);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "error[E0001]: %s\n", e.what());
       return kExitError;
@@ -84,7 +86,8 @@ int run(const VerifyOptions& o) {
   if (!choose_local_addresses(o.local_addresses, local, family, "verify", &local)) return kExitError;
   verifier::VerifyOptions vo;
   vo.local_addresses = local;
-  auto r = verifier::verify(std::move(prior), partial, full, flavor, vo);
+  auto r = verifier::verify(std::move(prior), partial_file ? partial_file->view() : partial,
+                            full_file ? full_file->view() : full, flavor, vo);
   std::string report = o.format == "json" ? verifier::format_json(r) : verifier::format_text(r);
   std::fputs(report.c_str(), stdout);
   if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;

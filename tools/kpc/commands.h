@@ -43,6 +43,23 @@ void add_diff(CLI::App& app, int& exit_code);
 
 /// Reads a whole file, or stdin for "-" (throws std::runtime_error naming the path).
 std::string read_text_file(const std::string& path);
+
+/// A whole input file, read-only: a regular file is mapped (rule files are tens of
+/// megabytes: no copy into a zero-filled buffer), anything else (stdin "-", pipes) is
+/// read into memory. Throws std::runtime_error naming the path.
+class InputText {
+ public:
+  explicit InputText(const std::string& path);
+  ~InputText();
+  InputText(const InputText&) = delete;
+  InputText& operator=(const InputText&) = delete;
+  std::string_view view() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : owned_; }
+
+ private:
+  std::string owned_;
+  void* map_ = nullptr;
+  size_t size_ = 0;
+};
 /// Writes text to path atomically (temp file + rename), or to stdout for "" / "-".
 bool write_output(const std::string& path, const std::string& text);
 /// `--stats`: chains written/deleted, rules, bytes (to stderr).

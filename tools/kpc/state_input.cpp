@@ -2,6 +2,7 @@
 // restore program (applied with --noflush to an empty node), as users have either.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
@@ -10,13 +11,14 @@ namespace kpc::cli {
 
 bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, verifier::RulesetState* out,
                 std::string* error, std::shared_ptr<verifier::RuleStore> store) {
-  std::string text;
+  std::optional<InputText> file;
   try {
-    text = read_text_file(path);
+    file.emplace(path);
   } catch (const std::exception& e) {
     *error = std::string("error[E0001]: ") + e.what();
     return false;
   }
+  const std::string_view text = file->view();
   if (!store) store = std::make_shared<verifier::RuleStore>();
   *out = verifier::RulesetState::empty(family, store);
   std::string save_error;

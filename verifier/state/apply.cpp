@@ -210,12 +210,13 @@ class Applier {
 
   // name lookups through nft's cache view (renamed chains keep their old name there)
   /// The chain of that name in the table (not the nft cache's view).
-  Chain* find(const std::string& name) { return t_.find(*st_.store, name); }
+  Chain* find(const std::string& name) { return t_.chains.find(st_.store->find_name_near(name, &last_name_)); }
   bool cache_has(const std::string& name) const {
     if (!hidden_.empty() && hidden_.count(name)) return false;
     if (!stale_.empty() && stale_.count(name)) return true;
-    return t_.find(*st_.store, name) != nullptr;
+    return t_.chains.find(st_.store->find_name_near(name, &last_name_)) != nullptr;
   }
+  mutable uint32_t last_name_ = 0;  // find_name_near()'s guess
   Chain* chain(const std::string& name) {
     if (!stale_.empty() && stale_.count(name)) return find(stale_.at(name));
     return find(name);
@@ -932,7 +933,7 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
   store.reserve(store.size() + text.size() / 100);
   Applier a(state, options);
   const IPFamily family = po.family;
-  uint32_t cursor = 0;  // the record after the last known line: most likely the next one
+  RuleStore::LineCursor cursor;
   auto known = [&store, family, &cursor](ir::TableId t, std::string_view line) {
     return store.known_line(family, t, line, &cursor);
   };
@@ -957,8 +958,10 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
       return;
     }
     a.op(r.op());
-    if (!r.rememberable_line().empty() && a.last_interned() != RuleStore::kNoRule)
+    if (!r.rememberable_line().empty() && a.last_interned() != RuleStore::kNoRule) {
       store.remember_line(family, r.table(), r.rememberable_line(), a.last_interned());
+      cursor.next = static_cast<uint32_t>(store.record_count());  // where the tail thread's lines will start
+    }
   };
   RestoreReader reader(text, po);
   reader.set_known_lines(known);

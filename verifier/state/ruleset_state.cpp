@@ -68,14 +68,24 @@ uint32_t RuleStore::name_id(std::string_view name, uint64_t h) {
   return id;
 }
 
-uint32_t RuleStore::known_line(IPFamily family, ir::TableId table, std::string_view line, uint32_t* cursor) const {
+uint32_t RuleStore::known_line(IPFamily family, ir::TableId table, std::string_view line, LineCursor* cursor) const {
   const size_t slot = line_slot(family, table);
-  if (cursor && *cursor < records_.size()) {
-    const LineRecord& r = records_[*cursor];
-    if (r.slot == slot && r.size == line.size() && std::memcmp(r.data, line.data(), line.size()) == 0) return (*cursor)++;
+  if (cursor->next < records_.size()) {
+    const LineRecord& r = records_[cursor->next];
+    if (r.slot == slot && r.size == line.size() && std::memcmp(r.data, line.data(), line.size()) == 0) {
+      cursor->misses = 0;
+      return cursor->next++;
+    }
   }
+  constexpr uint32_t kColdAfter = 64;
+  if (cursor->misses >= kColdAfter && (cursor->misses++ & 15) != 0) return kNoRule;
   uint32_t rec = lines_[slot].find(line);
-  if (cursor && rec != TextTable::kNone) *cursor = rec + 1;
+  if (rec == TextTable::kNone) {
+    cursor->misses += cursor->misses < kColdAfter;
+    return kNoRule;
+  }
+  cursor->next = rec + 1;
+  cursor->misses = 0;
   return rec;
 }
 

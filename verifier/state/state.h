@@ -87,6 +87,16 @@ class RuleStore {
   uint32_t name_id(std::string_view name) { return name_id(name, text_hash(name)); }
   uint32_t name_id(std::string_view name, uint64_t hash);
   uint32_t find_name(std::string_view name) const { return name_index_.find(name); }
+  /// find_name(), trying first the id after *last and *last itself: a program declares
+  /// chains, and appends runs of rules to them, in the order their names got ids (the
+  /// full program after its prior), so most lookups need no hash. Updates *last.
+  uint32_t find_name_near(std::string_view name, uint32_t* last) const {
+    for (uint32_t guess : {*last + 1, *last})
+      if (guess < names_.size() && names_[guess] == name) return *last = guess;
+    uint32_t id = find_name(name);
+    if (id != kNoName) *last = id;
+    return id;
+  }
   const std::string& name(uint32_t id) const { return names_[id]; }
   size_t name_count() const { return names_.size(); }
   static constexpr std::string_view kBuiltinNames[] = {"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"};
@@ -99,7 +109,19 @@ class RuleStore {
   /// it was written on), so with a cursor the record after the last one found is
   /// tried first: one compare of bytes that are next in memory instead of a hash
   /// and a probe into a table of half a million lines.
-  uint32_t known_line(IPFamily family, ir::TableId table, std::string_view line, uint32_t* cursor = nullptr) const;
+  uint32_t known_line(IPFamily family, ir::TableId table, std::string_view line) const {
+    return lines_[line_slot(family, table)].find(line);
+  }
+  /// How a reader looks lines up in order: the record after the last one found is
+  /// tried first; after a long run of misses (a program the store has not seen) the
+  /// indexed lookup is made only for every 16th line, so reading a new program does
+  /// not pay a hash and a probe per line (a skipped line is parsed: only slower).
+  struct LineCursor {
+    uint32_t next = 0;    ///< the record to try first
+    uint32_t misses = 0;  ///< lookups missed in a row
+  };
+  uint32_t known_line(IPFamily family, ir::TableId table, std::string_view line, LineCursor* cursor) const;
+  size_t record_count() const { return records_.size(); }
   /// A record's rule id and the name id of the chain its line appends to.
   uint32_t line_rule(uint32_t record) const { return records_[record].rule; }
   uint32_t line_chain(uint32_t record) const { return records_[record].chain; }
@@ -114,9 +136,10 @@ class RuleStore {
     records_.reserve(records_.size() + n);
   }
   /// Starts loading what interning a text and remembering its line will touch first.
-  void prefetch(IPFamily family, ir::TableId table, uint64_t line_hash, uint64_t text_hash) const {
+  void prefetch(IPFamily family, ir::TableId table, uint64_t line_hash, uint64_t text_hash, uint64_t jump_hash) const {
     lines_[line_slot(family, table)].prefetch(line_hash);
     index_.prefetch(text_hash);
+    if (jump_hash) name_index_.prefetch(jump_hash);
   }
   /// The chain word of a rememberable line ("-A CHAIN ...").
   static std::string_view line_chain_word(std::string_view line) {
