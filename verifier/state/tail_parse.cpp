@@ -67,7 +67,7 @@ void TailParser::merge_into(RuleStore& store) {
   for (size_t i = 0; i < parsed_.size(); ++i) {
     if (i + kAhead < parsed_.size()) {
       const Parsed& q = parsed_[i + kAhead];
-      store.prefetch(family_, q.table, q.line_hash, q.text_hash, q.jump_hash);
+      store.prefetch(family_, q.table, q.line_hash, q.text_hash);
     }
     const Parsed& p = parsed_[i];
     const std::string_view bytes(bytes_);
