@@ -111,6 +111,7 @@ void RuleStore::remember_line(IPFamily family, ir::TableId table, std::string_vi
 }
 
 std::string_view RuleStore::keep(std::string_view bytes) {
+  if (bytes.empty()) return std::string_view("", 0);  // never a null pointer (memcmp, append)
   if (bytes.size() > static_cast<size_t>(arena_end_ - arena_pos_)) {
     size_t chunk = std::max<size_t>(bytes.size(), size_t{1} << 20);
     arena_.push_back(std::unique_ptr<char[]>(new char[chunk]));  // not zeroed

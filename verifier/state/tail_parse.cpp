@@ -1,5 +1,7 @@
 #include "verifier/state/tail_parse.h"
 
+#include <cstdint>
+
 namespace kpc::verifier {
 
 TailParser::TailParser(std::string_view text, size_t from, IPFamily family)
@@ -36,15 +38,21 @@ void TailParser::run(ir::TableId table) {
     if (cancel_.load(std::memory_order_relaxed)) return;
     if (ev != RestoreReader::Event::Op || reader.rememberable_line().empty()) continue;
     const ir::Rule& rule = reader.op().rule;
-    Parsed p{reader.table(), false, reader.rememberable_line(), 0, 0, 0, 0, 0, 0, 0, 0};
-    p.text_at = static_cast<uint32_t>(bytes_.size());
+    const size_t at = bytes_.size();
     RuleStore::append_canonical_text(bytes_, rule, family_);
-    p.text_size = static_cast<uint32_t>(bytes_.size() - p.text_at);
+    const size_t jump_at = bytes_.size();
+    if (rule.target.is_chain()) bytes_ += rule.target.chain;
+    if (bytes_.size() > UINT32_MAX) {  // 32-bit offsets: past 4 GB of text the main pass parses the rest
+      bytes_.resize(at);
+      return;
+    }
+    Parsed p{reader.table(), false, reader.rememberable_line(), 0, 0, 0, 0, 0, 0, 0, 0};
+    p.text_at = static_cast<uint32_t>(at);
+    p.text_size = static_cast<uint32_t>(jump_at - at);
     p.text_hash = text_hash(std::string_view(bytes_).substr(p.text_at, p.text_size));
     if (rule.target.is_chain()) {
-      p.jump_at = static_cast<uint32_t>(bytes_.size());
-      p.jump_size = static_cast<uint32_t>(rule.target.chain.size());
-      bytes_ += rule.target.chain;
+      p.jump_at = static_cast<uint32_t>(jump_at);
+      p.jump_size = static_cast<uint32_t>(bytes_.size() - jump_at);
       p.is_goto = rule.target.kind == ir::TargetKind::Goto;
       p.jump_hash = text_hash(rule.target.chain);
     }

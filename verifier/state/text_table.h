@@ -53,7 +53,7 @@ class TextTable {
     for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.value == kNone) return kNone;
-      if (s.hash == hash && s.size == text.size() && std::memcmp(s.data, text.data(), text.size()) == 0) return s.value;
+      if (s.hash == hash && same(s, text)) return s.value;
     }
   }
   uint32_t find(std::string_view text) const { return find(text, text_hash(text)); }
@@ -83,7 +83,7 @@ class TextTable {
     for (size_t i = hash & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.value == kNone) return {i, kNone};
-      if (s.hash == hash && s.size == text.size() && std::memcmp(s.data, text.data(), text.size()) == 0) return {i, s.value};
+      if (s.hash == hash && same(s, text)) return {i, s.value};
     }
   }
   /// Fills the free slot a probe() found (no insert or growth since).
@@ -109,6 +109,11 @@ class TextTable {
     uint32_t size = 0;
     uint32_t value = kNone;
   };
+  // An empty text may have no bytes at all (data == nullptr), and memcmp's pointers
+  // must not be null even for a zero length.
+  static bool same(const Slot& s, std::string_view text) {
+    return s.size == text.size() && (text.empty() || std::memcmp(s.data, text.data(), text.size()) == 0);
+  }
   void place(const Slot& s) {
     for (size_t i = s.hash & mask_;; i = (i + 1) & mask_)
       if (slots_[i].value == kNone) {
