@@ -941,7 +941,11 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
   // before interning: the chain and the target's kind and chain.
   Op known_op;
   known_op.kind = OpKind::Append;
-  auto known_event = [&](const RestoreReader& r) -> const Op& {
+  struct KnownOp {
+    const Op& op;
+    uint32_t rule, chain;  // the rule's id and the chain's name id
+  };
+  auto known_event = [&](const RestoreReader& r) -> KnownOp {
     uint32_t id = store.line_rule(r.known_id());
     known_op.chain.assign(r.known_chain());
     known_op.line = r.line();
@@ -950,11 +954,12 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
                                 : store.is_goto(id) ? ir::TargetKind::Goto
                                                     : ir::TargetKind::Jump;
     known_op.rule.target.chain = jump;
-    return known_op;
+    return {known_op, id, store.line_chain(r.known_id())};
   };
   auto read_op = [&](RestoreReader& r, RestoreReader::Event e) {
     if (e == RestoreReader::Event::Known) {
-      a.op_interned(known_event(r), store.line_rule(r.known_id()), store.line_chain(r.known_id()));
+      KnownOp k = known_event(r);
+      a.op_interned(k.op, k.rule, k.chain);
       return;
     }
     a.op(r.op());
@@ -1031,8 +1036,8 @@ ApplyResult apply_text(RulesetState& state, std::string_view text, const ApplyOp
             if (e == RestoreReader::Event::Op) {
               if (!f(again.op())) break;
             } else if (e == RestoreReader::Event::Known) {
-              if (!a.visit_interned(f, known_event(again), store.line_rule(again.known_id()), store.line_chain(again.known_id())))
-                break;
+              KnownOp k = known_event(again);
+              if (!a.visit_interned(f, k.op, k.rule, k.chain)) break;
             } else if (e != RestoreReader::Event::TableStart) {
               break;
             }

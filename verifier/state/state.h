@@ -104,16 +104,14 @@ class RuleStore {
   static uint32_t builtin_name_id(std::string_view name);
 
   /// A restore line read before in that table: its record (kNoRule if never seen).
-  /// Records are numbered in the order lines were remembered, and a program mostly
-  /// repeats its prior's lines in the prior's order (the full program after the prior
-  /// it was written on), so with a cursor the record after the last one found is
-  /// tried first: one compare of bytes that are next in memory instead of a hash
-  /// and a probe into a table of half a million lines.
   uint32_t known_line(IPFamily family, ir::TableId table, std::string_view line) const {
     return lines_[line_slot(family, table)].find(line);
   }
-  /// How a reader looks lines up in order: the record after the last one found is
-  /// tried first; after a long run of misses (a program the store has not seen) the
+  /// How a reader looks lines up in order. Records are numbered in the order lines were
+  /// remembered, and a program mostly repeats its prior's lines in the prior's order (the
+  /// full program after the prior it was written on), so the record after the last one
+  /// found is tried first: one compare of bytes next in memory instead of a hash and a
+  /// probe into a table of half a million lines. After a long run of misses (a program the store has not seen) the
   /// indexed lookup is made only for every 16th line, so reading a new program does
   /// not pay a hash and a probe per line (a skipped line is parsed: only slower).
   struct LineCursor {
