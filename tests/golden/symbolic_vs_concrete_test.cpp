@@ -92,7 +92,13 @@ void check_program(const std::string& path, IPFamily family, size_t samples) {
     static const uint32_t cts[] = {ir::kCtNew, ir::kCtNew, ir::kCtNew, ir::kCtEstablished,
                                    ir::kCtRelated | ir::kCtDnat, ir::kCtInvalid};
     p.ctstate = cts[s.pick(6)];
-    if (!lists.empty() && s.pick(3) == 0) p.remembered = {lists[s.pick(lists.size())]};
+    if (!lists.empty() && s.pick(3) == 0) {
+      p.remembered = {lists[s.pick(lists.size())]};
+      // Ages at, just below and just above every --seconds cut (and 0).
+      std::vector<uint32_t> ages = {0};
+      for (uint32_t c : u.age_cuts) ages.insert(ages.end(), {c - 1, c, c + 1});
+      p.remembered_age = ages[s.pick(ages.size())];
+    }
     size_t atom = u.atom_of(addr_value(p.dst));
     auto key = std::make_pair(atom, static_cast<int>(origin));
     auto it = cache.find(key);
@@ -104,7 +110,7 @@ void check_program(const std::string& path, IPFamily family, size_t samples) {
     }
     PacketClass point = point_class(p, u, eng);
     auto sym = distribution_at(it->second, point, p.mark, u);
-    auto con = concrete_distribution(tracer.trace(p));
+    auto con = concrete_distribution(tracer.trace(p), st);
     Probability total = Probability::zero();
     for (const auto& x : sym) total = total + x.probability;
     ASSERT_TRUE(total.is_one()) << path << ": leaves hold " << total.fraction() << " of packet " << p.src.str()

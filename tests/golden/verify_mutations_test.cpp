@@ -143,8 +143,8 @@ bool concrete_agree(const RulesetState& a, const RulesetState& b, const std::vec
           p.out_iface = "eth1";
           for (auto origin : {trace::Origin::External, trace::Origin::Node}) {
             p.origin = origin;
-            auto da = symbolic::concrete_distribution(ta.trace(p));
-            auto db = symbolic::concrete_distribution(tb.trace(p));
+            auto da = symbolic::concrete_distribution(ta.trace(p), a);
+            auto db = symbolic::concrete_distribution(tb.trace(p), b);
             if (!symbolic::same_outcomes(da, db)) {
               *why = "packet to " + p.dst.str() + ":" + std::to_string(port) + " differs";
               return false;

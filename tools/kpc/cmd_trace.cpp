@@ -29,6 +29,7 @@ struct TraceCliOptions {
   std::vector<std::string> local_addresses;
   std::string in_iface, out_iface, mark = "0", ctstate = "NEW";
   std::vector<std::string> affinity;
+  uint32_t affinity_age = 0;
   std::string jumps = "auto";
   std::string backend = "iptables", flavor = "legacy", format = "text";
   bool kube_proxy_test = false;
@@ -85,6 +86,7 @@ std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::T
   p["mark"] = hex(pkt.mark);
   p["ctstate"] = ir::ctstate_text(pkt.ctstate);
   p["remembered"] = pkt.remembered;
+  if (!pkt.remembered.empty()) p["remembered_age_seconds"] = pkt.remembered_age;
   nlohmann::ordered_json locals = nlohmann::ordered_json::array();
   for (const auto& a : topt.local_addresses) locals.push_back(a.str());
   p["local_addresses"] = locals;
@@ -100,6 +102,8 @@ std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::T
     x["masquerade"] = o.masquerade;
     x["snat"] = o.snat_text.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.snat_text);
     x["mark"] = hex(o.final_mark);
+    x["options"] = o.options.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.options);
+    x["affinity"] = affinity_text(o.affinity, [](const std::string& l) { return l; });
     x["services"] = o.services;
     if (o.verdict == Verdict::Unknown) x["unknown"] = o.unknown_reason;
     nlohmann::ordered_json path = nlohmann::ordered_json::array();
@@ -213,6 +217,7 @@ int run(const TraceCliOptions& o) {
     if (names.empty()) return bad("--affinity: no KUBE-SEP chain DNATs to " + a);
     pkt.remembered.insert(pkt.remembered.end(), names.begin(), names.end());
   }
+  pkt.remembered_age = o.affinity_age;
 
   Tracer tracer(state, topt);
   TraceResult res = tracer.trace(pkt);
@@ -250,6 +255,9 @@ void add_trace(CLI::App& app, int& exit_code) {
   cmd->add_option("--affinity", o->affinity,
                   "session affinity: 'new' (a new client), or a remembered client's endpoint (KUBE-SEP-... chain or "
                   "IP:PORT)");
+  cmd->add_option("--affinity-age", o->affinity_age,
+                  "seconds since the remembered client was last seen (-m recent --seconds S finds it iff age < S)")
+      ->capture_default_str();
   cmd->add_option("--jumps", o->jumps,
                   "add kube-proxy's jump rules from the built-in chains: auto (when the built-in chains are empty), "
                   "yes, no")

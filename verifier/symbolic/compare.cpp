@@ -1,5 +1,7 @@
 #include "verifier/symbolic/compare.h"
 
+#include "verifier/symbolic/affinity_lists.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -16,7 +18,7 @@ struct NormOutcome {
   bool operator<(const NormOutcome& x) const {
     auto key = [](const SymOutcome& s) {
       return std::tie(s.verdict, s.route, s.dnat, s.dnat_addr, s.dnat_port, s.masquerade, s.snat, s.mark_const,
-                      s.mark_value, s.mark_flip, s.unknown);
+                      s.mark_value, s.mark_flip, s.options, s.affinity, s.unknown);
     };
     return key(o) < key(x.o);
   }
@@ -107,6 +109,7 @@ PacketClass witness_class(const Witness& w, const Universe& u) {
   if (w.in_iface >= 0) c.in_iface = SmallSet::of(static_cast<unsigned>(w.in_iface));
   if (w.out_iface >= 0) c.out_iface = SmallSet::of(static_cast<unsigned>(w.out_iface));
   c.client = ClientSet::only(w.client);
+  c.age = SmallSet::of(w.age_bucket);
   return c;
 }
 
@@ -133,7 +136,7 @@ std::vector<std::string> leaf_keys(const std::vector<Leaf>& leaves) {
     std::snprintf(b, sizeof b, "|%d|%d|%d|%x|%x|%x|", static_cast<int>(n.verdict), n.dnat, n.masquerade, n.mark_const,
                   n.mark_value, n.mark_flip);
     k += b;
-    k += n.route + "|" + n.snat + "|" + n.unknown + "|";
+    k += n.route + "|" + n.snat + "|" + n.options + "|" + n.affinity + "|" + n.unknown + "|";
     if (n.dnat) {
       k.append(reinterpret_cast<const char*>(&n.dnat_addr), sizeof n.dnat_addr);
       k += std::to_string(n.dnat_port);
@@ -181,6 +184,8 @@ std::vector<OutcomeShare> shares(const Dist& d, uint32_t arriving_mark, IPFamily
     s.masquerade = o.masquerade;
     s.snat = o.snat;
     s.mark = (o.mark_value & o.mark_const) | ((arriving_mark ^ o.mark_flip) & ~o.mark_const);
+    s.options = o.options;
+    s.affinity = o.affinity;
     s.unknown = o.unknown;
     s.probability = p;
     out.push_back(std::move(s));
@@ -188,9 +193,15 @@ std::vector<OutcomeShare> shares(const Dist& d, uint32_t arriving_mark, IPFamily
   return out;
 }
 
-// The concrete tracer's distribution at the witness, in the same shape.
-std::vector<OutcomeShare> concrete_shares(const trace::TraceResult& r) {
+// The concrete tracer's distribution at the witness, in the same shape; its recent
+// lists named by their canonical keys (keys: list -> key, affinity_list_keys).
+std::vector<OutcomeShare> concrete_shares(const trace::TraceResult& r,
+                                          const std::unordered_map<std::string, std::string>& keys) {
   std::vector<OutcomeShare> out;
+  auto label = [&](const std::string& list) {
+    auto it = keys.find(list);
+    return it != keys.end() ? it->second : "list " + list;
+  };
   for (const auto& o : r.outcomes) {
     OutcomeShare s;
     s.verdict = o.verdict;
@@ -199,10 +210,12 @@ std::vector<OutcomeShare> concrete_shares(const trace::TraceResult& r) {
     s.masquerade = o.masquerade;
     s.snat = o.snat_text;
     s.mark = o.final_mark;
+    s.options = o.options;
+    s.affinity = trace::affinity_text(o.affinity, label);
     s.probability = o.probability;
     auto it = std::find_if(out.begin(), out.end(), [&](const OutcomeShare& x) {
       return x.verdict == s.verdict && x.route == s.route && x.dnat == s.dnat && x.masquerade == s.masquerade &&
-             x.snat == s.snat && x.mark == s.mark;
+             x.snat == s.snat && x.mark == s.mark && x.options == s.options && x.affinity == s.affinity;
     });
     if (it != out.end())
       it->probability = it->probability + s.probability;
@@ -214,7 +227,8 @@ std::vector<OutcomeShare> concrete_shares(const trace::TraceResult& r) {
 
 bool same_decided(std::vector<OutcomeShare> a, std::vector<OutcomeShare> b) {
   auto key = [](const OutcomeShare& s) {
-    return std::make_tuple(static_cast<int>(s.verdict), s.route, s.dnat, s.masquerade, s.snat, s.mark);
+    return std::make_tuple(static_cast<int>(s.verdict), s.route, s.dnat, s.masquerade, s.snat, s.mark, s.options,
+                           s.affinity);
   };
   auto by = [&](const OutcomeShare& x, const OutcomeShare& y) { return key(x) < key(y); };
   std::sort(a.begin(), a.end(), by);
@@ -237,7 +251,10 @@ trace::Packet concrete(const Witness& w, Origin origin, const Universe& u, const
   if (w.out_iface >= 0) p.out_iface = u.ifaces[static_cast<size_t>(w.out_iface)];
   p.mark = w.mark;
   p.ctstate = ct_combo_bits(w.ct_combo);
-  if (w.client != 0) p.remembered = e.lists_for(w.client);
+  if (w.client != 0) {
+    p.remembered = e.lists_for(w.client);
+    p.remembered_age = u.age_bucket_start(w.age_bucket);
+  }
   return p;
 }
 
@@ -254,6 +271,7 @@ std::string witness_text(const trace::Packet& p, Origin o, const Universe& u, ui
   std::snprintf(b, sizeof b, ", mark 0x%x", p.mark);
   s += b;
   s += client == 0 ? ", new client" : ", client remembered for " + u.affinity_keys[client];
+  if (client != 0 && !u.age_cuts.empty()) s += " (last seen " + std::to_string(p.remembered_age) + " s ago)";
   return s;
 }
 
@@ -293,6 +311,7 @@ PacketClass point_class(const trace::Packet& p, const Universe& u, const Engine&
   atom(p.in_iface, c.in_iface);
   atom(p.out_iface, c.out_iface);
   c.client = ClientSet::only(p.remembered.empty() ? 0 : e.client_id(p.remembered[0]));
+  c.age = SmallSet::of(u.age_bucket_of(p.remembered_age));
   return c;
 }
 
@@ -304,7 +323,9 @@ std::vector<OutcomeShare> distribution_at(const std::vector<Leaf>& leaves, const
   return shares(d, mark, u.family);
 }
 
-std::vector<OutcomeShare> concrete_distribution(const trace::TraceResult& r) { return concrete_shares(r); }
+std::vector<OutcomeShare> concrete_distribution(const trace::TraceResult& r, const RulesetState& state) {
+  return concrete_shares(r, affinity_list_keys(state));
+}
 bool same_outcomes(const std::vector<OutcomeShare>& a, const std::vector<OutcomeShare>& b) {
   return same_decided(a, b);
 }
@@ -318,6 +339,8 @@ std::string format_share(const OutcomeShare& s) {
   char b[32];
   std::snprintf(b, sizeof b, " mark 0x%x", s.mark);
   out += b;
+  if (!s.options.empty()) out += " [" + s.options + "]";
+  if (!s.affinity.empty()) out += " affinity: " + s.affinity;
   if (!s.unknown.empty()) out += " [" + s.unknown + "]";
   return out;
 }
@@ -349,12 +372,11 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
   trace::TraceOptions to;
   to.local_addresses = opt.local_addresses;
   trace::Tracer ta(before, to), tb(after, to);
+  const auto keys_a = affinity_list_keys(before), keys_b = affinity_list_keys(after);
 
   size_t traced_total = 0;
   for (size_t ai = 0; ai < u.atom_count(); ++ai) {
     if (!aff.atom[ai]) continue;
-    std::vector<std::string> atom_services;  // from the traced witnesses of this atom
-    size_t first_of_atom = res.differences.size();
     for (Origin origin : {Origin::Arriving, Origin::Node}) {
       size_t traced_here = 0;
       PacketClass start = PacketClass::everything(u);
@@ -381,7 +403,7 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
           n.mark_const = n.mark_value = n.mark_flip = 0;  // marks: compared per region below
           std::string k = std::to_string(static_cast<int>(n.verdict)) + "|" + n.route + "|" +
                           (n.dnat ? dnat_text(n, u.family) : "") + "|" + (n.masquerade ? "m" : "") + "|" + n.snat +
-                          "|" + n.unknown;
+                          "|" + n.options + "|" + n.affinity + "|" + n.unknown;
           (side ? by_outcome[k].second : by_outcome[k].first).push_back(l);
         }
       std::vector<PacketClass> candidates;
@@ -419,6 +441,14 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
           d.witness_text = witness_text(d.witness_a, origin, u, w.client);
           d.before = shares(da, w.mark, u.family);
           d.after = shares(db, w.mark, u.family);
+          // Attribution from this class's own leaves on each side: the services named
+          // on the paths that hold the witness, as the concrete tracer names them.
+          for (const auto* leaves : {&la, &lb})
+            for (const Leaf& l : *leaves)
+              if (l.cls.overlaps(pt, u))
+                for (uint32_t sv : l.services)
+                  if (std::find(d.services.begin(), d.services.end(), u.services[sv]) == d.services.end())
+                    d.services.push_back(u.services[sv]);
           if (traced_here >= opt.traced_per_start || traced_total >= opt.traced_total) {
             res.differences.push_back(std::move(d));
             continue;
@@ -429,25 +459,29 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
           auto tra = ta.trace(d.witness_a);
           auto trb = tb.trace(d.witness_b);
           if (!undecided) {
-            if (!same_decided(d.before, concrete_shares(tra)))
+            if (!same_decided(d.before, concrete_shares(tra, keys_a)))
               res.self_check_failures.push_back("before: symbolic and concrete outcomes disagree for " + d.witness_text);
-            if (!same_decided(d.after, concrete_shares(trb)))
+            if (!same_decided(d.after, concrete_shares(trb, keys_b)))
               res.self_check_failures.push_back("after: symbolic and concrete outcomes disagree for " + d.witness_text);
           }
+          // The tracer must name exactly the services the class is filed under.
+          std::vector<std::string> named;
           for (const auto* tr : {&tra, &trb})
             for (const auto& o : tr->outcomes)
-              for (const auto& s : o.services)
-                if (std::find(d.services.begin(), d.services.end(), s) == d.services.end()) d.services.push_back(s);
+              for (const auto& sv : o.services)
+                if (std::find(named.begin(), named.end(), sv) == named.end()) named.push_back(sv);
+          auto sorted = [](std::vector<std::string> v) {
+            std::sort(v.begin(), v.end());
+            return v;
+          };
+          if (sorted(named) != sorted(d.services))
+            res.self_check_failures.push_back("services: the symbolic paths and the concrete tracer name different "
+                                              "services for " + d.witness_text);
           d.path_before = best_path(tra);
           d.path_after = best_path(trb);
-          for (const auto& sv : d.services)
-            if (std::find(atom_services.begin(), atom_services.end(), sv) == atom_services.end())
-              atom_services.push_back(sv);
           res.differences.push_back(std::move(d));
         }
     }
-    for (size_t k = first_of_atom; k < res.differences.size(); ++k)
-      if (!res.differences[k].traced) res.differences[k].services = atom_services;
   }
   std::stable_sort(res.differences.begin(), res.differences.end(),
                    [](const Difference& a, const Difference& b) { return a.undecided < b.undecided; });

@@ -48,6 +48,8 @@ struct OutcomeShare {
   bool masquerade = false;
   std::string snat;
   uint32_t mark = 0;  ///< for the witness's arriving mark
+  std::string options;   ///< target options that are behaviour ("reject-with tcp-reset", ...)
+  std::string affinity;  ///< recent lists written, by canonical key
   std::string unknown;
   Probability probability;
   friend bool operator==(const OutcomeShare&, const OutcomeShare&) = default;
@@ -60,7 +62,9 @@ struct Difference {
   trace::Packet witness_a, witness_b;  ///< the same packet (recent lists named per side)
   std::string witness_text;            ///< "tcp 203.0.113.10:40000 -> 10.96.0.10:80 from arriving, ct NEW, ..."
   std::vector<OutcomeShare> before, after;
-  std::vector<std::string> services;  ///< "ns/name:port" on either side's paths
+  /// "ns/name:port" named on the paths of the witness on either side (from each
+  /// class's own leaves: exactly what the concrete tracer names for the witness).
+  std::vector<std::string> services;
   std::vector<std::string> path_before, path_after;  ///< rules of the most likely outcome's path
   bool undecided = false;  ///< an Unknown outcome: neither proved equal nor different
   bool traced = false;     ///< the witness was run through the concrete tracer (paths, self-check)
@@ -84,8 +88,9 @@ PacketClass point_class(const trace::Packet& p, const Universe& u, const Engine&
 /// A packet's exact outcome distribution according to the leaves of a start class holding it.
 std::vector<OutcomeShare> distribution_at(const std::vector<Leaf>& leaves, const PacketClass& point, uint32_t mark,
                                           const Universe& u);
-/// The concrete tracer's result in the same shape (outcomes merged).
-std::vector<OutcomeShare> concrete_distribution(const trace::TraceResult& r);
+/// The concrete tracer's result in the same shape (outcomes merged); recent lists are
+/// named by the keys the symbolic layer gives them in that state (affinity_lists.h).
+std::vector<OutcomeShare> concrete_distribution(const trace::TraceResult& r, const RulesetState& state);
 /// Same outcomes with the same probabilities (order aside).
 bool same_outcomes(const std::vector<OutcomeShare>& a, const std::vector<OutcomeShare>& b);
 

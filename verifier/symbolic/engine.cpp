@@ -125,7 +125,7 @@ struct Stage {
 struct Cond {
   enum Kind : uint8_t {
     Proto, Src, Dst, InIface, OutIface, SPort, DPort, Ports /* multiport --ports */, SrcLocal, DstLocal,
-    Ct, Mark, Client, Never, Unknown
+    Ct, Mark, Client, Record, Never, Unknown
   } kind = Never;
   bool neg = false;
   ProtoSet proto;
@@ -136,6 +136,8 @@ struct Cond {
   uint32_t value = 0, mask = 0;
   bool state_module = false;  ///< -m state ignores the SNAT/DNAT bits
   uint32_t client = 0;
+  SmallSet ages;       ///< Client: the age buckets --seconds finds
+  std::string effect;  ///< Client (--update/--remove: when found), Record (--set): the list write
   std::string why;
 };
 
@@ -145,6 +147,7 @@ struct SymRule {
   bool random = false;
   Probability p;
   ir::Target target;
+  uint32_t service = 0;  ///< Universe::services id of the rule's comment
 };
 
 }  // namespace
@@ -173,6 +176,7 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
     cut(v, v);
   }
   std::set<std::string> names;
+  std::set<uint32_t> seconds;
   std::set<const RuleStore*> seen;
   for (const RulesetState* s : states) {
     if (!seen.insert(s->store.get()).second) continue;
@@ -184,6 +188,12 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
         cut(r.first, r.second);
       }
       for (auto& n : l.ifaces) names.insert(n);
+      // recent --seconds: the age buckets of remembered clients are cut at each value.
+      for (size_t p = t.find(" --seconds "); p != std::string_view::npos; p = t.find(" --seconds ", p + 1)) {
+        uint32_t v = 0;
+        for (size_t q = p + 11; q < t.size() && t[q] >= '0' && t[q] <= '9'; ++q) v = v * 10 + uint32_t(t[q] - '0');
+        if (v) seconds.insert(v);
+      }
       // DNAT destinations: a class DNAT'ed to an address inside its own atom would need a split.
       size_t p = t.find(" --to-destination ");
       if (p != std::string::npos) {
@@ -196,6 +206,9 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
     }
   }
   u.dst_cuts.assign(cuts.begin(), cuts.end());
+  // Beyond 63 cuts a --seconds test is Unknown (ages_below gives nullopt).
+  for (uint32_t v : seconds)
+    if (u.age_cuts.size() < 63) u.age_cuts.push_back(v);
   // Interface atoms: each literal name, a name for each prefix, and one name no rule mentions.
   std::set<std::string> reps;
   for (const auto& n : names) {
@@ -333,38 +346,32 @@ struct Engine::Impl {
             continue;
           }
           if (a.text != "recent") continue;
-          const ir::Arg *cmd = nullptr, *name = nullptr, *side = nullptr;
-          bool hitcount = false, rttl = false;
-          for (size_t k = i + 1; k < args.size() && args[k].kind != ArgKind::Module; ++k) {
-            switch (args[k].kind) {
-              case ArgKind::RecentCmd: cmd = &args[k]; break;
-              case ArgKind::RecentName: name = &args[k]; break;
-              case ArgKind::RecentSide: side = &args[k]; break;
-              case ArgKind::RecentHitcount: hitcount = true; break;
-              case ArgKind::RecentRttl: rttl = true; break;
-              default: break;
-            }
-          }
-          if (!cmd) {
-            unknown("recent without a command");
+          trace::RecentUse ru = trace::read_recent(args, i, st.family);
+          if (std::string why = trace::recent_unmodelled(ru); !why.empty()) {
+            unknown(why);
             continue;
           }
-          if (cmd->text == "set") {
-            if (cmd->neg) c.kind = Cond::Never;  // "! --set" adds and never matches
-            else continue;
+          if (out.random) {
+            // The write would depend on the statistic branch taken before it.
+            unknown("recent list written after a statistic match in the same rule (not modelled)");
+            continue;
+          }
+          uint32_t id = list_id(ru.list);
+          if (ru.cmd == trace::RecentUse::Cmd::Set) {
+            c.kind = ru.neg ? Cond::Never : Cond::Record;  // "! --set" records and never matches
+            c.effect = trace::affinity_effect_text(ru, u.affinity_keys[id]);
             break;
           }
-          if (hitcount || rttl) {
-            unknown("recent --hitcount/--rttl not modelled");
-            continue;
-          }
-          if (side && side->text == "rdest") {
-            unknown("recent --rdest not modelled");
+          auto ages = u.ages_below(ru.seconds);
+          if (!ages) {
+            unknown("more distinct recent --seconds values than the engine tracks");
             continue;
           }
           c.kind = Cond::Client;
-          c.neg = cmd->neg;
-          c.client = list_id(name ? name->text : "DEFAULT");
+          c.neg = ru.neg;
+          c.client = id;
+          c.ages = *ages;
+          if (ru.cmd != trace::RecentUse::Cmd::Rcheck) c.effect = trace::affinity_effect_text(ru, u.affinity_keys[id]);
           break;
         }
         case ArgKind::SPort:
@@ -422,8 +429,23 @@ struct Engine::Impl {
         case ArgKind::Unknown:
           unknown("option " + a.text2 + " not modelled");
           continue;
-        default:
-          continue;  // comment, nfacct, statistic/recent options: no test of their own
+        case ArgKind::Comment:
+          out.service = u.service_id(trace::service_from_comment(a.text));
+          continue;
+        case ArgKind::NfacctName:
+          continue;  // counts packets, always matches
+        case ArgKind::StatEvery:
+        case ArgKind::StatPacket:
+          continue;  // nth mode: reported with --mode
+        case ArgKind::RecentCmd:
+        case ArgKind::RecentSeconds:
+        case ArgKind::RecentReap:
+        case ArgKind::RecentHitcount:
+        case ArgKind::RecentRttl:
+        case ArgKind::RecentName:
+        case ArgKind::RecentMask:
+        case ArgKind::RecentSide:
+          continue;  // read with their module (trace::read_recent)
       }
       out.conds.push_back(std::move(c));
     }
@@ -447,6 +469,9 @@ struct Engine::Impl {
     uint32_t mc = 0, mv = 0, mf = 0;  ///< mark function
     bool dnat = false, masq = false;
     std::string snat;
+    std::string options;   ///< target options that are behaviour
+    std::string affinity;  ///< recent lists written so far
+    std::vector<uint32_t> services;  ///< comments' services on the path, first seen first
     Probability prob;
     std::vector<Stage> plan;
     size_t stage = 0;
@@ -532,7 +557,10 @@ struct Engine::Impl {
     o.mark_const = e.mc;
     o.mark_value = e.mv;
     o.mark_flip = e.mf;
+    o.options = e.options;
+    o.affinity = e.affinity;
     o.unknown = std::move(why);
+    l.services = e.services;
     leaves.push_back(std::move(l));
   }
 
@@ -572,6 +600,7 @@ struct Engine::Impl {
   struct Part {
     PacketClass k;
     std::string unknown;  ///< a test could not be decided for this part
+    std::string fx;       ///< recent lists this rule wrote for this part (before any later test failed)
   };
 
   // Splits class k by one test into the parts that pass and the parts that fail.
@@ -637,7 +666,7 @@ struct Engine::Impl {
             (c.neg ? in : out).push_back(std::move(non));
           else {
             // Decided by the routing table for these addresses: unknown, kept apart.
-            unknown_parts.push_back(Part{std::move(non), "address type other than LOCAL depends on the routing table"});
+            unknown_parts.push_back(Part{std::move(non), "address type other than LOCAL depends on the routing table", {}});
           }
         }
         return;
@@ -724,13 +753,26 @@ struct Engine::Impl {
         return;
       }
       case Cond::Client: {
-        PacketClass y = k, n = k;
-        y.client = k.client.with_only(c.client);
-        n.client = k.client.without(c.client);
-        two(std::move(y), std::move(n));
+        // Found: remembered by this list and seen within --seconds (whole age buckets).
+        PacketClass need = PacketClass::everything(u);
+        need.client = ClientSet::only(c.client);
+        need.age = c.ages;
+        PacketClass y = k.intersect(need);
+        std::vector<PacketClass> ns = k.subtract(need, u);
+        auto& yes = c.neg ? out : in;
+        auto& no = c.neg ? in : out;
+        if (!y.empty(u)) yes.push_back(std::move(y));
+        for (auto& n : ns) no.push_back(std::move(n));
         return;
       }
+      case Cond::Record:
+        in.push_back(k);
+        return;
     }
+  }
+
+  static void add_service(Exec& e, uint32_t s) {
+    if (s && std::find(e.services.begin(), e.services.end(), s) == e.services.end()) e.services.push_back(s);
   }
 
   std::vector<Part> unknown_parts;  // side channel of split() for three-valued address types
@@ -777,6 +819,7 @@ struct Engine::Impl {
       case TargetKind::Reject:
         if (s.hook != Hook::Input && s.hook != Hook::Forward && s.hook != Hook::Output)
           return unknown("REJECT outside INPUT/FORWARD/OUTPUT (the kernel refuses it)");
+        trace::append_effect(&e.options, trace::target_options_text(tg, u.family));
         finish(e, Verdict::Reject);
         return Flow::Finished;
       case TargetKind::Return:
@@ -807,15 +850,13 @@ struct Engine::Impl {
         e.dst = nd;
         e.dport = np;
         e.dnat = true;
+        trace::append_effect(&e.options, trace::target_options_text(tg, u.family));
         return Flow::StageDone;
       }
       case TargetKind::SNAT:
         if (s.table != TableId::Nat || (s.hook != Hook::Postrouting && s.hook != Hook::Input))
           return unknown("SNAT outside nat POSTROUTING/INPUT (the kernel refuses it)");
-        if (tg.to_addr) {
-          IPAddr a = *tg.to_addr;
-          e.snat = tg.to_port_lo ? trace::host_port(a, tg.to_port_lo) : a.str();
-        }
+        e.snat = trace::snat_outcome_text(tg);
         e.ct_snat = true;
         return Flow::StageDone;
       case TargetKind::Masquerade:
@@ -823,6 +864,7 @@ struct Engine::Impl {
           return unknown("MASQUERADE outside nat POSTROUTING (the kernel refuses it)");
         e.masq = true;
         e.ct_snat = true;
+        trace::append_effect(&e.options, trace::target_options_text(tg, u.family));
         return Flow::StageDone;
       case TargetKind::Mark: {
         uint32_t mask = tg.mark_mask, val = tg.mark_value;
@@ -834,7 +876,7 @@ struct Engine::Impl {
         return Flow::Continue;
       }
       case TargetKind::Other:
-        if (tg.chain == "LOG" || tg.chain == "NFLOG" || tg.chain == "TRACE") return Flow::Continue;
+        if (trace::is_noop_target(tg.chain)) return Flow::Continue;
         return unknown("target " + tg.chain + " not modelled");
     }
     return Flow::Continue;
@@ -914,19 +956,25 @@ struct Engine::Impl {
         finish(e, Verdict::Unknown, "rule text does not re-parse: -A " + std::string(f.chain->name) + std::string(st.store->text(id)));
         return;
       }
-      // Split the class through the rule's tests.
-      std::vector<Part> in{Part{e.k, {}}};
-      std::vector<PacketClass> miss;
+      // Split the class through the rule's tests, in order: a recent list written by a
+      // test stays written when a later test of the rule fails (the kernel stops at the
+      // first failing match, after the earlier ones ran).
+      std::vector<Part> in{Part{e.k, {}, {}}};
+      std::vector<Part> miss;
       for (const Cond& c : r.conds) {
         std::vector<Part> next_in;
         for (Part& p : in) {
+          if (!c.effect.empty()) {
+            split_writing(c, e, std::move(p), next_in, miss);
+            continue;
+          }
           std::vector<PacketClass> yes, no;
           std::string unk;
           unknown_parts.clear();
           split(c, e, p.k, yes, no, unk);
-          for (auto& y : yes) next_in.push_back(Part{std::move(y), unk.empty() ? p.unknown : unk});
-          for (auto& up : unknown_parts) next_in.push_back(Part{std::move(up.k), up.unknown});
-          for (auto& n : no) miss.push_back(std::move(n));
+          for (auto& y : yes) next_in.push_back(Part{std::move(y), unk.empty() ? p.unknown : unk, p.fx});
+          for (auto& up : unknown_parts) next_in.push_back(Part{std::move(up.k), up.unknown, p.fx});
+          for (auto& n : no) miss.push_back(Part{std::move(n), {}, p.fx});
         }
         in = std::move(next_in);
         if (in.empty()) break;
@@ -934,6 +982,8 @@ struct Engine::Impl {
       // Matching parts: the target (or Unknown); missing parts go on to the next rule.
       if (in.size() == 1 && miss.empty() && in[0].unknown.empty()) {
         // The whole class matches: no copy.
+        trace::append_effect(&e.affinity, in[0].fx);
+        add_service(e, r.service);
         if (r.random && !r.p.is_one()) {
           Exec m = e;
           m.prob = m.prob * r.p;
@@ -953,6 +1003,8 @@ struct Engine::Impl {
       for (Part& p : in) {
         Exec m = e;
         m.k = std::move(p.k);
+        trace::append_effect(&m.affinity, p.fx);
+        add_service(m, r.service);
         if (!p.unknown.empty()) {
           finish(m, Verdict::Unknown, p.unknown + " (-A " + std::string(f.chain->name) + std::string(st.store->text(id)) + ")");
           continue;
@@ -971,11 +1023,32 @@ struct Engine::Impl {
       if (miss.empty()) return;
       for (size_t i = 1; i < miss.size(); ++i) {
         Exec o = e;
-        o.k = std::move(miss[i]);
+        o.k = std::move(miss[i].k);
+        trace::append_effect(&o.affinity, miss[i].fx);
         run(std::move(o));
       }
-      e.k = std::move(miss[0]);
+      e.k = std::move(miss[0].k);
+      trace::append_effect(&e.affinity, miss[0].fx);
     }
+  }
+
+  // A test that writes a recent list: --set (Record) writes for every packet that
+  // reaches it; --update/--remove (Client with an effect) write when the client is
+  // found, whichever way `!` turns the result.
+  void split_writing(const Cond& c, const Exec& e, Part&& p, std::vector<Part>& in, std::vector<Part>& miss) {
+    std::string fx = p.fx;
+    trace::append_effect(&fx, c.effect);
+    if (c.kind == Cond::Record) {
+      in.push_back(Part{std::move(p.k), p.unknown, std::move(fx)});
+      return;
+    }
+    Cond found_test = c;
+    found_test.neg = false;
+    std::vector<PacketClass> found, rest;
+    std::string unk;
+    split(found_test, e, p.k, found, rest, unk);
+    for (auto& k : found) (c.neg ? miss : in).push_back(Part{std::move(k), c.neg ? std::string() : p.unknown, fx});
+    for (auto& k : rest) (c.neg ? in : miss).push_back(Part{std::move(k), c.neg ? p.unknown : std::string(), p.fx});
   }
 
   std::vector<Leaf> explore(const PacketClass& start, Origin origin) {

@@ -48,7 +48,9 @@ struct SymOutcome {
   bool masquerade = false;
   std::string snat;
   uint32_t mark_const = 0, mark_value = 0, mark_flip = 0;
-  std::string unknown;  ///< Unknown: why
+  std::string options;   ///< target options that are behaviour (trace/effects.h), "; "-joined
+  std::string affinity;  ///< recent lists written, by canonical key (trace/effects.h)
+  std::string unknown;   ///< Unknown: why
 
   friend bool operator==(const SymOutcome&, const SymOutcome&) = default;
 };
@@ -57,6 +59,10 @@ struct Leaf {
   PacketClass cls;
   Probability prob;
   SymOutcome outcome;
+  /// Services (Universe::services ids) named by the comments of the rules on this
+  /// leaf's path, first seen first, as the concrete tracer names them: attribution
+  /// only, never part of the behaviour compared.
+  std::vector<uint32_t> services;
 };
 
 /// Builds the shared universe of a comparison: destination atoms and interface

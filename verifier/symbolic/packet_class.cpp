@@ -1,5 +1,6 @@
 #include "verifier/symbolic/packet_class.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "compiler/ir/rule.h"
@@ -113,6 +114,25 @@ uint32_t Universe::affinity_id(const std::string& key) {
   return it->second;
 }
 
+uint32_t Universe::service_id(const std::string& name) {
+  if (name.empty()) return 0;
+  auto [it, added] = service_index.emplace(name, static_cast<uint32_t>(services.size()));
+  if (added) services.push_back(name);
+  return it->second;
+}
+
+std::optional<SmallSet> Universe::ages_below(uint32_t seconds) const {
+  if (seconds == 0) return SmallSet::all(age_buckets());
+  auto it = std::lower_bound(age_cuts.begin(), age_cuts.end(), seconds);
+  if (it == age_cuts.end() || *it != seconds) return std::nullopt;
+  // Bucket b holds ages [cut[b-1], cut[b]): below `seconds` = cut[i] iff b <= i.
+  return SmallSet::all(static_cast<unsigned>(it - age_cuts.begin()) + 1);
+}
+
+unsigned Universe::age_bucket_of(uint32_t age) const {
+  return static_cast<unsigned>(std::upper_bound(age_cuts.begin(), age_cuts.end(), age) - age_cuts.begin());
+}
+
 // ------------------------------------------------------------------ classes
 
 PacketClass PacketClass::everything(const Universe& u) {
@@ -122,12 +142,14 @@ PacketClass PacketClass::everything(const Universe& u) {
   c.ct = ct_all_initial();
   c.in_iface = SmallSet::all(static_cast<unsigned>(u.ifaces.size()));
   c.out_iface = c.in_iface;
+  c.age = SmallSet::all(u.age_buckets());
   return c;
 }
 
 bool PacketClass::empty(const Universe& u) const {
   return src.empty() || dst.empty() || proto.empty() || sport.empty() || dport.empty() || ct.empty() ||
-         in_iface.empty() || out_iface.empty() || client.empty(static_cast<uint32_t>(u.affinity_keys.size()));
+         in_iface.empty() || out_iface.empty() || client.empty(static_cast<uint32_t>(u.affinity_keys.size())) ||
+         age.empty();
 }
 
 PacketClass PacketClass::intersect(const PacketClass& o) const {
@@ -146,6 +168,7 @@ PacketClass PacketClass::intersect(const PacketClass& o) const {
   r.in_iface = SmallSet{in_iface.bits & o.in_iface.bits};
   r.out_iface = SmallSet{out_iface.bits & o.out_iface.bits};
   r.client = client.intersect(o.client);
+  r.age = SmallSet{age.bits & o.age.bits};
   return r;
 }
 
@@ -223,6 +246,12 @@ std::vector<PacketClass> PacketClass::subtract(const PacketClass& o, const Unive
     PacketClass p = rest;
     p.client = rest.client.subtract(o.client);
     emit(std::move(p));
+    rest.client = rest.client.intersect(o.client);
+  }
+  {
+    PacketClass p = rest;
+    p.age = SmallSet{rest.age.bits & ~o.age.bits};
+    emit(std::move(p));
   }
   return out;
 }
@@ -251,6 +280,7 @@ std::string PacketClass::key() const {
   put(&out_iface.bits, 8);
   k += client.complement ? 'c' : 'p';
   for (uint32_t id : client.ids) put(&id, 4);
+  put(&age.bits, 8);
   return k;
 }
 
@@ -292,6 +322,7 @@ Witness pick_witness(const PacketClass& c, const Universe& u) {
   w.in_iface = static_cast<int>(c.in_iface.first());
   w.out_iface = static_cast<int>(c.out_iface.first());
   w.client = c.client.first(static_cast<uint32_t>(u.affinity_keys.size()));
+  w.age_bucket = c.age.first();
   return w;
 }
 
@@ -408,6 +439,24 @@ std::string describe(const PacketClass& c, const Universe& u) {
       t += id < u.affinity_keys.size() ? u.affinity_keys[id] : "?";
     }
     parts.push_back(t);
+  }
+  if (!(c.age == SmallSet::all(u.age_buckets())) && !(c.client == ClientSet::only(0))) {
+    // Ages as ranges of whole buckets: "last seen 5 s to < 600 s ago".
+    std::string t = "last seen";
+    int n = 0;
+    for (unsigned b = 0; b < u.age_buckets();) {
+      if (!c.age.has(b)) {
+        ++b;
+        continue;
+      }
+      unsigned e = b;
+      while (e + 1 < u.age_buckets() && c.age.has(e + 1)) ++e;
+      t += n++ ? ", " : " ";
+      t += std::to_string(u.age_bucket_start(b)) + " s";
+      t += e + 1 < u.age_buckets() ? " to < " + std::to_string(u.age_bucket_start(e + 1)) + " s" : " or more";
+      b = e + 1;
+    }
+    parts.push_back(t + " ago");
   }
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;

@@ -15,6 +15,9 @@
 //   out_iface       interface atoms routing sends it out of
 //   client          session-affinity state: a new client (id 0), or a client that one
 //                   `recent` list remembers (ids of Universe::affinity_keys)
+//   age             for a remembered client, how long ago it was last seen: buckets
+//                   [0, c1), [c1, c2), ... [ck, inf) cut at every `recent --seconds` value
+//                   (Universe::age_cuts), so `--seconds S` decides whole buckets
 #pragma once
 
 #include <cstdint>
@@ -78,6 +81,10 @@ struct Universe {
   std::vector<std::string> affinity_keys = {"(new client)"};  ///< id -> canonical key
   std::vector<u128> dst_cuts;        ///< sorted starts of the destination atoms (first is 0)
   std::unordered_map<std::string, uint32_t> affinity_index;  ///< key -> id (ids 1...)
+  std::vector<uint32_t> age_cuts;    ///< sorted distinct `recent --seconds` values (at most 63)
+  /// Services named by rule comments ("ns/name:port"), id 0 = none: the leaves' attribution.
+  std::vector<std::string> services = {""};
+  std::unordered_map<std::string, uint32_t> service_index;
 
   size_t atom_count() const { return dst_cuts.size(); }
   std::pair<u128, u128> atom(size_t i) const {
@@ -85,6 +92,13 @@ struct Universe {
   }
   size_t atom_of(u128 a) const;  ///< the atom holding address a
   uint32_t affinity_id(const std::string& key);  ///< interns
+  uint32_t service_id(const std::string& name);  ///< interns ("" -> 0)
+  unsigned age_buckets() const { return static_cast<unsigned>(age_cuts.size()) + 1; }
+  /// The buckets whose ages are all below `seconds` (every bucket for 0); nullopt if
+  /// `seconds` is not a cut (more distinct values than the engine tracks).
+  std::optional<SmallSet> ages_below(uint32_t seconds) const;
+  unsigned age_bucket_of(uint32_t age) const;
+  uint32_t age_bucket_start(unsigned bucket) const { return bucket == 0 ? 0 : age_cuts[bucket - 1]; }
 };
 
 u128 addr_value(const IPAddr& a);
@@ -99,6 +113,7 @@ struct PacketClass {
   uint32_t mark_known = 0, mark_value = 0;
   SmallSet in_iface, out_iface;
   ClientSet client;
+  SmallSet age;
 
   static PacketClass everything(const Universe& u);
   bool empty(const Universe& u) const;
@@ -121,6 +136,7 @@ struct Witness {
   uint32_t mark = 0;
   int in_iface = -1, out_iface = -1;  ///< atom index, -1 if not constrained
   uint32_t client = 0;
+  unsigned age_bucket = 0;  ///< a remembered client's age bucket (Universe::age_cuts)
 };
 Witness pick_witness(const PacketClass& c, const Universe& u);
 

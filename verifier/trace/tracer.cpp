@@ -184,6 +184,8 @@ struct Exec {
   bool dnat = false;
   bool masq = false;
   std::string snat;
+  std::string options;              ///< target options that are behaviour (effects.h)
+  std::vector<RecentUse> affinity;  ///< recent lists written so far
   Probability prob;
   std::vector<Step> path;
   std::vector<Stage> plan;
@@ -258,6 +260,8 @@ struct Tracer::Impl {
     o.masquerade = e.masq;
     o.snat_text = e.snat;
     o.final_mark = e.mark;
+    o.options = e.options;
+    o.affinity = e.affinity;
     o.unknown_reason = std::move(reason);
     for (const auto& s : e.path) {
       if (s.comment.empty()) continue;
@@ -313,11 +317,13 @@ struct Tracer::Impl {
     Probability p;        ///< statistic factor when True
     bool random = false;  ///< a statistic match took part
     std::string why;      ///< Unknown: what could not be decided
+    std::vector<RecentUse> fx;  ///< recent lists written (whatever the rule's result)
   };
 
   Eval evaluate(const ir::Rule& r, const Exec& e) {
     Eval ev;
     bool any_false = false;
+    bool fx_uncertain = false;  // a list write after an undecided test
     auto unknown = [&](std::string why) {
       if (ev.why.empty()) ev.why = std::move(why);
     };
@@ -364,49 +370,29 @@ struct Tracer::Impl {
               "statistic", "recent", "nfacct", "multiport", "set",      "physdev"};  // the last two: by option
           if (!known.count(a.text)) unknown("match module \"" + a.text + "\" not modelled");
           if (a.text == "recent") {
-            // The options of this module instance, up to the next module.
-            const ir::Arg *cmd = nullptr, *name = nullptr, *side = nullptr;
-            bool hitcount = false, rttl = false;
-            for (size_t k = i + 1; k < args.size() && args[k].kind != ArgKind::Module; ++k) {
-              switch (args[k].kind) {
-                case ArgKind::RecentCmd:
-                  cmd = &args[k];
-                  break;
-                case ArgKind::RecentName:
-                  name = &args[k];
-                  break;
-                case ArgKind::RecentSide:
-                  side = &args[k];
-                  break;
-                case ArgKind::RecentHitcount:
-                  hitcount = true;
-                  break;
-                case ArgKind::RecentRttl:
-                  rttl = true;
-                  break;
-                default:
-                  break;
-              }
-            }
-            if (!cmd) {
-              unknown("recent without a command");
+            // Matches run in order and stop at the first false one: the list is written
+            // only when every earlier test passed (a later false test does not undo it).
+            RecentUse r = read_recent(args, i, pkt.src.family);
+            bool reached = !any_false && ev.why.empty();
+            bool writes = r.cmd != RecentUse::Cmd::Rcheck;
+            if (writes && !any_false && !ev.why.empty()) fx_uncertain = true;
+            if (std::string why = recent_unmodelled(r); !why.empty()) {
+              unknown(why);
               break;
             }
-            if (cmd->text == "set") {
-              decide(true, cmd->neg);  // adds the client (no effect on this trace), matches
+            if (ev.random) {
+              unknown("recent list written after a statistic match in the same rule (not modelled)");
               break;
             }
-            if (hitcount || rttl) {
-              unknown("recent --hitcount/--rttl not modelled");
+            if (r.cmd == RecentUse::Cmd::Set) {
+              if (reached) ev.fx.push_back(r);
+              decide(true, r.neg);  // --set always finds (adds) the client
               break;
             }
-            if (side && side->text == "rdest") {
-              unknown("recent --rdest not modelled");
-              break;
-            }
-            std::string list = name ? name->text : "DEFAULT";
-            bool seen = std::find(pkt.remembered.begin(), pkt.remembered.end(), list) != pkt.remembered.end();
-            decide(seen, cmd->neg);
+            bool found = std::find(pkt.remembered.begin(), pkt.remembered.end(), r.list) != pkt.remembered.end() &&
+                         (r.seconds == 0 || pkt.remembered_age < r.seconds);
+            if (found && reached && r.cmd != RecentUse::Cmd::Rcheck) ev.fx.push_back(r);
+            decide(found, r.neg);
           }
           break;
         }
@@ -520,6 +506,11 @@ struct Tracer::Impl {
     else
       ev.tri = Tri::True;
     if (ev.tri == Tri::True && ev.random && ev.p.is_zero()) ev.tri = Tri::False;  // threshold 0 never matches
+    if (ev.tri == Tri::False && fx_uncertain) {
+      // The rule fails, but whether it wrote its recent list depends on an undecided test.
+      ev.tri = Tri::Unknown;
+      ev.fx.clear();
+    }
     return ev;
   }
 
@@ -577,6 +568,7 @@ struct Tracer::Impl {
       case TargetKind::Reject:
         if (st.hook != Hook::Input && st.hook != Hook::Forward && st.hook != Hook::Output)
           return unknown("REJECT outside INPUT/FORWARD/OUTPUT (the kernel refuses it)");
+        append_effect(&e.options, target_options_text(tg, e.dst.family));
         finish(e, Verdict::Reject);
         return Flow::Finished;
       case TargetKind::Return:
@@ -592,12 +584,13 @@ struct Tracer::Impl {
         e.dst = nd;
         e.dport = np;
         e.dnat = true;
+        append_effect(&e.options, target_options_text(tg, nd.family));
         return Flow::StageDone;
       }
       case TargetKind::SNAT:
         if (st.table != TableId::Nat || (st.hook != Hook::Postrouting && st.hook != Hook::Input))
           return unknown("SNAT outside nat POSTROUTING/INPUT (the kernel refuses it)");
-        if (tg.to_addr) e.snat = tg.to_port_lo ? host_port(*tg.to_addr, tg.to_port_lo) : tg.to_addr->str();
+        e.snat = snat_outcome_text(tg);
         e.ct |= ir::kCtSnat;
         return Flow::StageDone;
       case TargetKind::Masquerade:
@@ -605,12 +598,13 @@ struct Tracer::Impl {
           return unknown("MASQUERADE outside nat POSTROUTING (the kernel refuses it)");
         e.masq = true;
         e.ct |= ir::kCtSnat;
+        append_effect(&e.options, target_options_text(tg, e.dst.family));
         return Flow::StageDone;
       case TargetKind::Mark:
         e.mark = (e.mark & ~tg.mark_mask) ^ tg.mark_value;
         return Flow::Continue;
       case TargetKind::Other:
-        if (tg.chain == "LOG" || tg.chain == "NFLOG" || tg.chain == "TRACE") return Flow::Continue;
+        if (is_noop_target(tg.chain)) return Flow::Continue;
         return unknown("target " + tg.chain + " not modelled");
     }
     return Flow::Continue;
@@ -664,6 +658,7 @@ struct Tracer::Impl {
         return;
       }
       Eval ev = evaluate(*r, e);
+      e.affinity.insert(e.affinity.end(), ev.fx.begin(), ev.fx.end());
       if (ev.tri == Tri::False) continue;
       if (ev.tri == Tri::Unknown) {
         e.path.push_back(make_step(Step::Unknown, e, f, id));
@@ -876,6 +871,7 @@ std::string format_text(const Packet& pkt, const TraceOptions& options, const Tr
   else {
     out += ", client remembered by";
     for (const auto& n : pkt.remembered) out += " " + printable(n);
+    out += " (last seen " + std::to_string(pkt.remembered_age) + " s ago)";
   }
   out += "\nlocal addresses:";
   for (const auto& a : options.local_addresses) out += " " + a.str();
@@ -892,6 +888,9 @@ std::string format_text(const Packet& pkt, const TraceOptions& options, const Tr
     out += std::string("  masquerade: ") + (o.masquerade ? "yes" : "no");
     if (!o.snat_text.empty()) out += "  SNAT " + o.snat_text;
     out += "  mark " + hex(o.final_mark);
+    if (!o.options.empty()) out += "  [" + printable(o.options) + "]";
+    if (!o.affinity.empty())
+      out += "  affinity: " + printable(affinity_text(o.affinity, [](const std::string& l) { return l; }));
     if (!o.services.empty()) {
       out += "  service";
       for (const auto& s : o.services) out += " " + printable(s);

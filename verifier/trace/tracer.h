@@ -40,6 +40,7 @@
 #include "compiler/ir/rule.h"
 #include "compiler/support/net.h"
 #include "verifier/state/state.h"
+#include "verifier/trace/effects.h"
 #include "verifier/trace/rational.h"
 
 namespace kpc::verifier::trace {
@@ -75,6 +76,8 @@ struct Packet {
   /// empty = a new client (in no list, such tests never match); otherwise the
   /// recent lists (kube-proxy: KUBE-SEP-... chain names) that remember this client.
   std::vector<std::string> remembered;
+  /// Seconds since a remembered client was last seen: `--seconds S` finds it iff age < S.
+  uint32_t remembered_age = 0;
 };
 
 struct TraceOptions {
@@ -111,8 +114,14 @@ struct Outcome {
   uint16_t dnat_port = 0;
   std::string dnat_text;  ///< "10.180.0.1:80" / "[fd00::1]:80", empty without DNAT
   bool masquerade = false;
-  std::string snat_text;  ///< SNAT --to-source, empty without
+  std::string snat_text;  ///< SNAT --to-source (port range, flags), empty without
   uint32_t final_mark = 0;
+  /// Target options that are behaviour besides the fields above ("reject-with tcp-reset",
+  /// "masquerade --random-fully"; effects.h), joined with "; ".
+  std::string options;
+  /// What the kernel remembers afterwards: every `-m recent` --set, and --update/--remove
+  /// that found the client, in path order (effects.h).
+  std::vector<RecentUse> affinity;
   std::string unknown_reason;  ///< Unknown: what could not be decided (the rule is the path's last step)
   std::vector<Step> path;
   std::vector<std::string> services;  ///< "ns/name:port" from the path's comments, first seen first
@@ -166,6 +175,14 @@ struct DistributionEntry {
   size_t outcomes = 0;
 };
 std::vector<DistributionEntry> distribution(const TraceResult& r);
+
+/// An outcome's affinity effects as text ("set KUBE-SEP-X; remove L"), each list named by label(list).
+template <typename Label>
+std::string affinity_text(const std::vector<RecentUse>& effects, Label label) {
+  std::string s;
+  for (const auto& r : effects) append_effect(&s, affinity_effect_text(r, label(r.list)));
+  return s;
+}
 
 /// The service "ns/name[:port]" a kube-proxy comment names (first word with a
 /// '/'), or "".
