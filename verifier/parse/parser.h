@@ -149,4 +149,17 @@ bool is_target_extension(std::string_view name);
 /// the parser does not model is kept as ArgKind::Unknown.
 bool is_match_extension(std::string_view name, IPFamily family);
 
+/// One option the rule parser gives a meaning of its own (as opposed to keeping it
+/// as ArgKind::Unknown / TargetKind::Other words): the audit list of issue 12 —
+/// every one must be in the packet semantics, or make a verdict "cannot prove".
+struct KnownOption {
+  std::string_view owner;   ///< match module ("tcp", "recent"), target ("DNAT"), or "" for base options
+  std::string_view option;  ///< long name without "--" ("dport"), or the base option ("-p")
+  bool target = false;
+};
+std::vector<KnownOption> known_options();
+/// Target extensions of both families (the parser keeps those it does not type as
+/// TargetKind::Other with their words).
+std::vector<std::string_view> target_extension_names();
+
 }  // namespace kpc::verifier

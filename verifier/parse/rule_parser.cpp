@@ -1254,4 +1254,24 @@ std::optional<ir::Rule> parse_rule_text(std::string_view text, IPFamily family, 
   return std::move(r.op->rule);
 }
 
+std::vector<KnownOption> known_options() {
+  std::vector<KnownOption> out;
+  for (std::string_view b : {"-s", "-d", "-p", "-i", "-o", "-f"}) out.push_back({"", b, false});
+  for (const auto& m : modules())
+    for (const auto& o : m.opts) out.push_back({m.name, o.name, false});
+  for (auto [kind, name] : {std::pair{TargetKind::DNAT, "DNAT"}, std::pair{TargetKind::SNAT, "SNAT"},
+                            std::pair{TargetKind::Masquerade, "MASQUERADE"}, std::pair{TargetKind::Reject, "REJECT"},
+                            std::pair{TargetKind::Mark, "MARK"}})
+    for (const auto& o : *target_opts(kind)) out.push_back({name, o.name, true});
+  return out;
+}
+
+std::vector<std::string_view> target_extension_names() {
+  std::vector<std::string_view> out;
+  for (auto n : kTargetsBoth) out.push_back(n);
+  for (auto n : kTargets4) out.push_back(n);
+  for (auto n : kTargets6) out.push_back(n);
+  return out;
+}
+
 }  // namespace kpc::verifier

@@ -429,7 +429,28 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
           Witness w = pick_witness(c, u);
           PacketClass pt = witness_class(w, u);
           Dist da = full_dist(la, pt, u), db = full_dist(lb, pt, u);
-          if (!undecided && da == db) continue;  // cannot happen: the unmatched sums differ on all of c
+          if (!undecided && da == db) {
+            // The outcomes differ as functions of the arriving mark (MARK --and-mark 0x1
+            // vs 0x2 agree on mark 0): each final mark bit is constant or the arriving
+            // bit (flipped), so flipping one free bit at a time finds an arriving mark
+            // where they differ, if the whole free mask does not.
+            uint32_t free = ~c.mark_known;
+            std::vector<uint32_t> tries = {w.mark | free};
+            for (unsigned b = 0; b < 32; ++b)
+              if (free & (1u << b)) tries.push_back(w.mark ^ (1u << b));
+            for (uint32_t m : tries) {
+              Witness w2 = w;
+              w2.mark = m;
+              PacketClass p2 = witness_class(w2, u);
+              Dist a2 = full_dist(la, p2, u), b2 = full_dist(lb, p2, u);
+              if (a2 == b2) continue;
+              w = w2, pt = p2, da = std::move(a2), db = std::move(b2);
+              break;
+            }
+            // Still none: the classes differ but no witness was found. Never dropped:
+            // reported as undecided rather than silently equal.
+            if (da == db) undecided = true;
+          }
           (undecided ? res.undecided_classes : res.differing_classes)++;
           if (res.differences.size() >= opt.max_reported) continue;
           Difference d;

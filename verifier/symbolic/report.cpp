@@ -43,6 +43,8 @@ nlohmann::ordered_json share_json(const OutcomeShare& s) {
   j["masquerade"] = s.masquerade;
   if (!s.snat.empty()) j["snat"] = s.snat;
   j["mark"] = hex(s.mark);
+  if (!s.options.empty()) j["options"] = s.options;
+  if (!s.affinity.empty()) j["affinity"] = s.affinity;
   if (!s.unknown.empty()) j["unknown"] = s.unknown;
   return j;
 }
@@ -63,6 +65,10 @@ nlohmann::ordered_json difference_json(const Difference& d, const char* before_n
   w["ctstate"] = ir::ctstate_text(p.ctstate);
   w["mark"] = hex(p.mark);
   if (p.in_iface && d.origin == Origin::Arriving) w["in_iface"] = *p.in_iface;
+  if (!p.remembered.empty()) {
+    w["remembered"] = p.remembered;
+    w["remembered_age_seconds"] = p.remembered_age;
+  }
   j["witness"] = w;
   j["services"] = d.services;
   auto arr = [](const std::vector<OutcomeShare>& v) {

@@ -1,0 +1,142 @@
+// Issue 12, section 1: the behavioural diff on what real nodes contain is sound.
+//  * a change kpc models only in part (the session-affinity timeout, `recent
+//    --seconds`) is a difference, with a witness client of the right age;
+//  * each class is filed under the Services its own paths name, also when several
+//    Services' classes share one destination atom (NodePorts on the node's address)
+//    and the comparison traces only a sample of witnesses;
+//  * targets that change nothing the model tracks (CHECKSUM, LOG, NFLOG, TRACE) are
+//    no-ops, not unknowns.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <set>
+
+#include "tests/support/test_util.h"
+
+namespace kpc::test {
+namespace {
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+  return s;
+}
+
+// The bundled example with shop/cart's affinity timeout changed.
+std::string example_with_timeout(const std::string& seconds) {
+  std::string dir = temp_dir("affinity");
+  std::filesystem::copy(source_path("fixtures/example"), dir + "/ex", std::filesystem::copy_options::recursive);
+  std::filesystem::remove_all(dir + "/ex/expected");
+  std::string svc = read_file(dir + "/ex/services.yaml");
+  write_file(dir + "/ex/services.yaml", replace(svc, "timeoutSeconds: 600", "timeoutSeconds: " + seconds));
+  return dir + "/ex";
+}
+
+TEST(DiffSoundness, AffinityTimeoutChangeIsADifferenceWithAClientOfTheRightAge) {
+  std::string changed = example_with_timeout("5");
+  auto r = run({bin_path("kpc"), "diff", source_path("fixtures/example"), changed});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("shop/cart"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("last seen 5 s to < 600 s ago"), std::string::npos) << r.out;
+  auto j = run({bin_path("kpc"), "diff", "--format", "json", source_path("fixtures/example"), changed});
+  ASSERT_EQ(j.exit_code, 1) << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_GT(doc["differing_classes"].get<int>(), 0);
+  EXPECT_EQ(doc["undecided_classes"].get<int>(), 0);
+  for (const auto& g : doc["services"]) {
+    EXPECT_EQ(g["service"], "shop/cart");
+    for (const auto& d : g["differences"]) {
+      // Every witness is a remembered client last seen 5 s ago: stuck before, load-balanced after.
+      EXPECT_EQ(d["witness"]["remembered_age_seconds"], 5) << d.dump();
+      EXPECT_EQ(d["old"].size(), 1u) << d.dump();
+      EXPECT_EQ(d["new"].size(), 3u) << d.dump();
+    }
+  }
+  // The same timeout written differently is no change at all; one second more is.
+  EXPECT_EQ(run({bin_path("kpc"), "diff", source_path("fixtures/example"), example_with_timeout("600")}).exit_code, 0);
+  EXPECT_EQ(run({bin_path("kpc"), "diff", source_path("fixtures/example"), example_with_timeout("601")}).exit_code, 1);
+}
+
+TEST(DiffSoundness, TraceTakesTheClientsAge) {
+  std::string dir = temp_dir("affinity-trace");
+  auto c = run({bin_path("kpc"), "compile", source_path("fixtures/example"), "-o", dir + "/v4.restore"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto trace = [&](const std::string& age) {
+    return run({bin_path("kpc"), "trace", dir + "/v4.restore", "--src", "10.244.0.5", "--dst", "10.96.30.30",
+                "--dport", "9000", "--from", "pod", "--in-iface", "cbr0", "--affinity", "10.244.2.32:9000",
+                "--affinity-age", age, "--format", "json"});
+  };
+  auto young = nlohmann::json::parse(trace("599").out), old = nlohmann::json::parse(trace("600").out);
+  ASSERT_EQ(young["outcomes"].size(), 1u);
+  EXPECT_EQ(young["outcomes"][0]["dnat"], "10.244.2.32:9000");
+  EXPECT_EQ(old["outcomes"].size(), 3u);  // forgotten at 600 s: load-balanced again
+  EXPECT_NE(young["outcomes"][0]["affinity"].get<std::string>().find("set KUBE-SEP-"), std::string::npos);
+}
+
+// Five NodePort Services on the node's address (one destination atom), each given a
+// new endpoint: more classes per start class than the comparison traces.
+std::string nodeports(int variant) {
+  std::string s = "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n"
+                  ":KUBE-NODEPORTS - [0:0]\n";
+  for (int i = 1; i <= 5; ++i) s += ":KUBE-EXT-" + std::to_string(i) + " - [0:0]\n";
+  s += "-A PREROUTING -j KUBE-SERVICES\n-A OUTPUT -j KUBE-SERVICES\n"
+       "-A KUBE-SERVICES -m addrtype --dst-type LOCAL -j KUBE-NODEPORTS\n";
+  for (int i = 1; i <= 5; ++i) {
+    std::string n = std::to_string(i), svc = "ns/s" + n + ":http";
+    s += "-A KUBE-NODEPORTS -p tcp -m comment --comment \"" + svc + "\" -m tcp --dport 3000" + n + " -j KUBE-EXT-" +
+         n + "\n";
+    s += "-A KUBE-EXT-" + n + " -p tcp -m comment --comment \"" + svc + " -> 10.1." + n + "." +
+         std::to_string(variant) + ":80\" -j DNAT --to-destination 10.1." + n + "." + std::to_string(variant) +
+         ":80\n";
+  }
+  return s + "COMMIT\n";
+}
+
+TEST(DiffSoundness, ClassesSharingADestinationAtomAreFiledUnderTheirOwnService) {
+  std::string dir = temp_dir("attribution");
+  write_file(dir + "/a.restore", nodeports(1));
+  write_file(dir + "/b.restore", nodeports(2));
+  auto j = run({bin_path("kpc"), "diff", "--format", "json", "--local-address", "192.168.0.10", dir + "/a.restore",
+                dir + "/b.restore"});
+  ASSERT_EQ(j.exit_code, 1) << j.out << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  std::set<std::string> seen;
+  size_t classes = 0;
+  for (const auto& g : doc["services"]) {
+    for (const auto& d : g["differences"]) {
+      // NodePort 3000N belongs to ns/sN:http, and to nothing else.
+      int port = d["witness"]["dport"].get<int>();
+      std::string want = "ns/s" + std::to_string(port - 30000) + ":http";
+      ASSERT_EQ(d["services"].size(), 1u) << d.dump();
+      EXPECT_EQ(d["services"][0], want) << d.dump();
+      EXPECT_EQ(g["service"], want);
+      seen.insert(want);
+      ++classes;
+    }
+  }
+  EXPECT_EQ(seen.size(), 5u);
+  EXPECT_GT(classes, 5u);  // both origins: more than the 3 witnesses traced per start class
+}
+
+TEST(DiffSoundness, TargetsThatChangeNothingTrackedAreNoOps) {
+  const std::string head = "*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n"
+                           ":OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n";
+  std::string dir = temp_dir("noop");
+  write_file(dir + "/a.save", head + "-A POSTROUTING -p udp -m udp --dport 68 -j CHECKSUM --checksum-fill\n"
+                                     "-A FORWARD -j LOG --log-prefix \"fwd \"\n-A FORWARD -j NFLOG\n-A FORWARD -j TRACE\n"
+                                     "-A FORWARD -p tcp -m tcp --dport 22 -j DROP\nCOMMIT\n");
+  write_file(dir + "/b.save", head + "-A FORWARD -p tcp -m tcp --dport 22 -j DROP\nCOMMIT\n");
+  auto r = run({bin_path("kpc"), "diff", dir + "/a.save", dir + "/b.save"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("equivalent"), std::string::npos) << r.out;
+  // A real change next to them is still found, and decided.
+  write_file(dir + "/c.save", head + "-A FORWARD -p tcp -m tcp --dport 23 -j DROP\nCOMMIT\n");
+  auto j = run({bin_path("kpc"), "diff", "--format", "json", dir + "/a.save", dir + "/c.save"});
+  EXPECT_EQ(j.exit_code, 1) << j.out << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_GT(doc["differing_classes"].get<int>(), 0);
+  EXPECT_EQ(doc["undecided_classes"].get<int>(), 0);
+}
+
+}  // namespace
+}  // namespace kpc::test
