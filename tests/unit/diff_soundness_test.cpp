@@ -140,3 +140,56 @@ TEST(DiffSoundness, TargetsThatChangeNothingTrackedAreNoOps) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Two Services; an ipset test and a TCP-flags test (neither modelled) on every
+// forwarded packet, after the nat table. Only ns/a's endpoint changes.
+std::string with_unknowns(const std::string& a_endpoint, const std::string& extra_filter = "") {
+  return "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n"
+         "-A PREROUTING -j KUBE-SERVICES\n"
+         "-A KUBE-SERVICES -d 10.96.0.1/32 -p tcp -m comment --comment \"ns/a:http\" -m tcp --dport 80 -j DNAT "
+         "--to-destination " + a_endpoint + "\n"
+         "-A KUBE-SERVICES -d 10.96.0.2/32 -p tcp -m comment --comment \"ns/b:http\" -m tcp --dport 80 -j DNAT "
+         "--to-destination 10.2.0.1:80\nCOMMIT\n"
+         "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n" + extra_filter +
+         "-A FORWARD -m set --match-set BLOCKED src -j DROP\n"
+         "-A FORWARD -p tcp -m tcp --tcp-flags SYN,ACK SYN -j ACCEPT\nCOMMIT\n";
+}
+
+TEST(DiffSoundness, IdenticalUnknownsAreNotDifferences) {
+  std::string dir = temp_dir("unknowns");
+  write_file(dir + "/a.save", with_unknowns("10.1.0.1:80"));
+  write_file(dir + "/same.save", with_unknowns("10.1.0.1:80"));
+  // Textually different but the same tests in the same places: equivalent.
+  auto same = run({bin_path("kpc"), "diff", "--jumps", "no", dir + "/a.save",
+                   dir + "/same.save"});
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  // ns/a's endpoint changes: its classes differ whatever the ipset and the flags say
+  // (decided), and ns/b's packets meet the same unknowns on both sides: no class at all.
+  write_file(dir + "/b.save", with_unknowns("10.1.0.9:80"));
+  auto j = run({bin_path("kpc"), "diff", "--jumps", "no", "--format", "json", dir + "/a.save", dir + "/b.save"});
+  ASSERT_EQ(j.exit_code, 1) << j.out << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_GT(doc["differing_classes"].get<int>(), 0) << j.out;
+  EXPECT_EQ(doc["undecided_classes"].get<int>(), 0) << j.out;
+  for (const auto& g : doc["services"]) EXPECT_EQ(g["service"], "ns/a:http") << j.out;
+  // A change that matters only for some answers of an unknown test is "may differ",
+  // and says which answer.
+  write_file(dir + "/c.save", with_unknowns("10.1.0.1:80", "-A FORWARD -m set --match-set TRUSTED src -j ACCEPT\n"));
+  auto k = run({bin_path("kpc"), "diff", "--jumps", "no", "--format", "json", dir + "/a.save", dir + "/c.save"});
+  ASSERT_EQ(k.exit_code, 1) << k.out << k.err;
+  auto kd = nlohmann::json::parse(k.out);
+  EXPECT_EQ(kd["differing_classes"].get<int>(), 0) << k.out;
+  EXPECT_GT(kd["undecided_classes"].get<int>(), 0) << k.out;
+  bool assumed = false;
+  for (const auto& g : kd["services"])
+    for (const auto& d : g["differences"])
+      for (const auto& a : d.value("assumptions", nlohmann::json::array()))
+        assumed |= a.get<std::string>().find("--match-set TRUSTED src") != std::string::npos;
+  EXPECT_TRUE(assumed) << k.out;
+}
+
+}  // namespace
+}  // namespace kpc::test

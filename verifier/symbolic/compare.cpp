@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 namespace kpc::verifier::symbolic {
 
@@ -110,7 +111,19 @@ PacketClass witness_class(const Witness& w, const Universe& u) {
   if (w.out_iface >= 0) c.out_iface = SmallSet::of(static_cast<unsigned>(w.out_iface));
   c.client = ClientSet::only(w.client);
   c.age = SmallSet::of(w.age_bucket);
+  c.pred_known = u.all_preds();
+  c.pred_value = w.preds;
   return c;
+}
+
+// The predicates the outcomes of the packets of class c depend on (either side).
+uint64_t pred_deps(const std::vector<Leaf>& la, const std::vector<Leaf>& lb, PacketClass c, const Universe& u) {
+  c.pred_known = 0;
+  uint64_t dep = 0;
+  for (const auto* leaves : {&la, &lb})
+    for (const Leaf& l : *leaves)
+      if (l.cls.pred_known && l.cls.overlaps(c, u)) dep |= l.cls.pred_known;
+  return dep;
 }
 
 // Full distribution of the packets of class c (exact when c is one packet).
@@ -451,6 +464,33 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
             // reported as undecided rather than silently equal.
             if (da == db) undecided = true;
           }
+          // Predicates (tests the model cannot evaluate, as class bits): the witness's
+          // outcomes may depend on some. Decided only if the two sides differ whatever
+          // those tests say; if they differ for some values only, "may differ".
+          uint64_t dep = pred_deps(la, lb, pt, u);
+          if (dep && !undecided) {
+            if (__builtin_popcountll(dep) > 10) {
+              undecided = true;
+            } else {
+              bool all = true;
+              std::optional<uint64_t> shown;
+              uint64_t v = 0;
+              do {
+                PacketClass pv = pt;
+                pv.pred_value = (pt.pred_value & ~dep) | v;
+                Dist a2 = full_dist(la, pv, u), b2 = full_dist(lb, pv, u);
+                if (a2 == b2) {
+                  all = false;
+                } else if (!shown || pv.pred_value == pt.pred_value) {
+                  shown = pv.pred_value;
+                  da = std::move(a2), db = std::move(b2);
+                }
+                v = (v - dep) & dep;  // next subset of dep
+              } while (v != 0);
+              if (!all) undecided = true;
+              if (shown) pt.pred_value = w.preds = *shown;
+            }
+          }
           (undecided ? res.undecided_classes : res.differing_classes)++;
           if (res.differences.size() >= opt.max_reported) continue;
           Difference d;
@@ -462,6 +502,10 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
           d.witness_text = witness_text(d.witness_a, origin, u, w.client);
           d.before = shares(da, w.mark, u.family);
           d.after = shares(db, w.mark, u.family);
+          for (unsigned b = 0; b < 64; ++b)
+            if (dep & (uint64_t(1) << b))
+              d.assumptions.push_back("[" + u.preds[b] + "] " +
+                                      (pt.pred_value & (uint64_t(1) << b) ? "holds" : "does not hold"));
           // Attribution from this class's own leaves on each side: the services named
           // on the paths that hold the witness, as the concrete tracer names them.
           for (const auto* leaves : {&la, &lb})
@@ -479,6 +523,13 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
           d.traced = true;
           auto tra = ta.trace(d.witness_a);
           auto trb = tb.trace(d.witness_b);
+          // The concrete tracer cannot evaluate predicates: no self-check across them.
+          if (dep) {
+            d.path_before = best_path(tra);
+            d.path_after = best_path(trb);
+            res.differences.push_back(std::move(d));
+            continue;
+          }
           if (!undecided) {
             if (!same_decided(d.before, concrete_shares(tra, keys_a)))
               res.self_check_failures.push_back("before: symbolic and concrete outcomes disagree for " + d.witness_text);

@@ -67,6 +67,10 @@ struct Difference {
   std::vector<std::string> services;
   std::vector<std::string> path_before, path_after;  ///< rules of the most likely outcome's path
   bool undecided = false;  ///< an Unknown outcome: neither proved equal nor different
+  /// Tests the model cannot evaluate that the witness's outcomes depend on, with the
+  /// values taken ("[--match-set KUBE-X dst,dst (nat PREROUTING, arriving)] holds"). A
+  /// difference that holds for every value is decided; one that holds for some is undecided.
+  std::vector<std::string> assumptions;
   bool traced = false;     ///< the witness was run through the concrete tracer (paths, self-check)
 };
 

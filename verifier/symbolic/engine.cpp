@@ -137,6 +137,8 @@ struct Cond {
   bool state_module = false;  ///< -m state ignores the SNAT/DNAT bits
   uint32_t client = 0;
   SmallSet ages;       ///< Client: the age buckets --seconds finds
+  std::string pred;    ///< Unknown: the test as written when it is a fixed function of the packet where
+                       ///< it stands (a predicate bit, shared by both rule sets); "" = stateful
   std::string effect;  ///< Client (--update/--remove: when found), Record (--set): the list write
   std::string why;
 };
@@ -294,12 +296,20 @@ struct Engine::Impl {
     const ir::Rule& r = lp.op->rule;
     out.target = r.target;
     const auto& args = r.args;
-    auto unknown = [&](std::string why) {
+    // why: what the model cannot evaluate; pred: the test as written if its result is a
+    // fixed function of the packet at that point (else "": rate limits, counters, lists
+    // that traffic writes — those stay three-valued Unknown outcomes).
+    auto unknown = [&](std::string why, std::string pred = {}) {
       Cond c;
       c.kind = Cond::Unknown;
       c.why = std::move(why);
+      c.pred = std::move(pred);
       out.conds.push_back(std::move(c));
     };
+    auto written = [](const ir::Arg& a) {
+      return std::string(a.neg ? "! " : "") + a.text2 + (a.text2.empty() || a.text.empty() ? "" : " ") + a.text;
+    };
+    std::string module;  // the module the current options belong to
     for (size_t i = 0; i < args.size(); ++i) {
       const ir::Arg& a = args[i];
       Cond c;
@@ -308,7 +318,7 @@ struct Engine::Impl {
         case ArgKind::Proto: {
           auto n = proto_number(a.text);
           if (!n) {
-            unknown("protocol \"" + a.text + "\" not modelled");
+            unknown("protocol \"" + a.text + "\" not modelled", std::string(a.neg ? "! " : "") + "-p " + a.text);
             continue;
           }
           c.kind = Cond::Proto;
@@ -327,7 +337,8 @@ struct Engine::Impl {
           c.kind = a.kind == ArgKind::InIface ? Cond::InIface : Cond::OutIface;
           c.pattern = a.text;
           if (ifaces_capped) {
-            unknown("more interface names than the engine tracks");
+            unknown("more interface names than the engine tracks",
+                    std::string(a.neg ? "! " : "") + (a.kind == ArgKind::InIface ? "-i " : "-o ") + a.text);
             continue;
           }
           for (unsigned k = 0; k < u.ifaces.size(); ++k)
@@ -341,8 +352,16 @@ struct Engine::Impl {
           static const std::set<std::string> known = {"tcp",  "udp",    "sctp",      "comment", "addrtype",
                                                       "conntrack", "state", "mark", "statistic", "recent",
                                                       "nfacct",    "multiport", "set", "physdev"};
+          module = a.text;
           if (!known.count(a.text)) {
-            unknown("match module \"" + a.text + "\" not modelled");
+            // The whole instance is one test: the module and its options as written.
+            static const std::set<std::string> stateful = {"limit", "hashlimit", "quota", "connlimit", "connbytes",
+                                                           "rateest", "time", "cpu", "cluster", "nfacct"};
+            std::string text = "-m " + a.text;
+            size_t k = i + 1;
+            for (; k < args.size() && args[k].kind == ArgKind::Unknown; ++k) text += " " + written(args[k]);
+            i = k - 1;
+            unknown("match " + text + " not modelled", stateful.count(a.text) ? std::string() : text);
             continue;
           }
           if (a.text != "recent") continue;
@@ -381,7 +400,7 @@ struct Engine::Impl {
           break;
         case ArgKind::MultiPorts: {
           if (!parse_port_list(a.text, &c.ports)) {
-            unknown("multiport list \"" + a.text + "\" not understood");
+            unknown("multiport list \"" + a.text + "\" not understood", "-m multiport " + written(a));
             continue;
           }
           c.kind = a.text2 == "--dports" ? Cond::DPort : a.text2 == "--sports" ? Cond::SPort : Cond::Ports;
@@ -398,7 +417,16 @@ struct Engine::Impl {
         }
         case ArgKind::LimitIfaceIn:
         case ArgKind::LimitIfaceOut:
-          unknown("addrtype --limit-iface-in/out not modelled");
+          {
+            // The address types of one interface: fixed by the node's routing table.
+            std::string text = "-m addrtype";
+            for (const auto& b : args)
+              if (b.kind == ArgKind::SrcType || b.kind == ArgKind::DstType)
+                text += std::string(b.neg ? " !" : "") + (b.kind == ArgKind::SrcType ? " --src-type " : " --dst-type ") +
+                        std::to_string(b.value);
+            text += a.kind == ArgKind::LimitIfaceIn ? " --limit-iface-in" : " --limit-iface-out";
+            unknown("addrtype --limit-iface-in/out not modelled", text);
+          }
           continue;
         case ArgKind::CtState:
           c.kind = Cond::Ct;
@@ -420,14 +448,30 @@ struct Engine::Impl {
           out.random = true;
           continue;
         }
-        case ArgKind::MatchSet:
-          unknown("ipset \"" + a.text + "\" contents not known");
+        case ArgKind::MatchSet: {
+          // A lookup is a fixed function of the packet unless the instance reads or
+          // updates the set's counters.
+          bool counters = false;
+          for (size_t k = i + 1; k < args.size() && args[k].kind != ArgKind::Module; ++k)
+            counters |= args[k].kind == ArgKind::Unknown && args[k].text2 != "--return-nomatch";
+          std::string text = std::string(a.neg ? "! " : "") + "--match-set " + a.text + " " + a.text2;
+          for (size_t k = i + 1; k < args.size() && args[k].kind != ArgKind::Module; ++k)
+            if (args[k].kind == ArgKind::Unknown) text += " " + written(args[k]);
+          unknown("ipset \"" + a.text + "\" contents not known", counters ? std::string() : "-m set " + text);
           continue;
+        }
         case ArgKind::Physdev:
-          unknown("physdev match not modelled");
+          unknown("physdev match not modelled", "-m physdev " + written(a));
           continue;
         case ArgKind::Unknown:
-          unknown("option " + a.text2 + " not modelled");
+          // An option of a modelled module that the model does not read (--tcp-flags,
+          // --ctstatus ...); the set module's counter options depend on traffic.
+          if (module == "set") {
+            // Read with --match-set (the lookup is one test); counters depend on traffic.
+            if (a.text2 != "--return-nomatch") unknown("option " + a.text2 + " not modelled");
+            continue;
+          }
+          unknown("option " + a.text2 + " not modelled", "-m " + module + " " + written(a));
           continue;
         case ArgKind::Comment:
           out.service = u.service_id(trace::service_from_comment(a.text));
@@ -471,6 +515,7 @@ struct Engine::Impl {
     std::string snat;
     std::string options;   ///< target options that are behaviour
     std::string affinity;  ///< recent lists written so far
+    std::string mods;      ///< no-op targets that changed packet bytes the model ignores (predicate keys)
     std::vector<uint32_t> services;  ///< comments' services on the path, first seen first
     Probability prob;
     std::vector<Stage> plan;
@@ -617,10 +662,17 @@ struct Engine::Impl {
       case Cond::Never:
         decide(false);
         return;
-      case Cond::Unknown:
-        unknown = c.why;
-        in.push_back(k);
+      case Cond::Unknown: {
+        std::optional<unsigned> b;
+        if (!c.pred.empty()) b = pred_bit(e, c.pred);
+        if (!b) {
+          unknown = c.why;
+          in.push_back(k);
+          return;
+        }
+        split_pred(k, *b, in, out);
         return;
+      }
       case Cond::Proto: {
         PacketClass y = k, n = k;
         y.proto = k.proto & c.proto;
@@ -653,6 +705,10 @@ struct Engine::Impl {
           bool l = u.local.contains(e.dst);
           if (l) return decide(local_ok);
           if (other_known) return decide(false);
+          if (auto b = pred_bit(e, addrtype_test(c))) {
+            split_pred(k, *b, c.neg ? out : in, c.neg ? in : out);
+            return;
+          }
           unknown = "address type other than LOCAL depends on the routing table";
           in.push_back(k);
           return;
@@ -664,8 +720,10 @@ struct Engine::Impl {
         if (!non.empty(u)) {
           if (other_known)
             (c.neg ? in : out).push_back(std::move(non));
-          else {
-            // Decided by the routing table for these addresses: unknown, kept apart.
+          else if (auto b = pred_bit(e, addrtype_test(c))) {
+            // Decided by the routing table for these addresses: a predicate.
+            split_pred(non, *b, c.neg ? out : in, c.neg ? in : out);
+          } else {
             unknown_parts.push_back(Part{std::move(non), "address type other than LOCAL depends on the routing table", {}});
           }
         }
@@ -769,6 +827,57 @@ struct Engine::Impl {
         in.push_back(k);
         return;
     }
+  }
+
+  // ------------------------------------------------------------ predicates
+  // A test the model cannot evaluate, but whose result is a fixed function of the
+  // packet as it is at that point, becomes a bit of the class: both values are
+  // explored. The bit is keyed by the test as written and by everything the
+  // traversal has done to the packet so far, so the two rule sets share a bit exactly
+  // when they ask the same question of the same packet — and identical unknowns
+  // compare equal while a difference that depends on one is "may differ".
+  std::string where(const Exec& e) const {
+    const Stage& st = e.plan[e.stage];
+    std::string w = std::string(ir::table_name(st.table)) + " " + hook_chain(st.hook);
+    if (st.loopback) w += " (lo)";
+    w += e.origin == Origin::Node ? ", from the node" : ", arriving";
+    if (e.dst_set) w += ", after DNAT to " + trace::host_port(addr_from_value(e.dst, u.family), e.dport);
+    std::string key = w;
+    if (e.dst_set) key += "|dnat " + std::to_string(static_cast<uint64_t>(e.dst >> 64)) + ":" +
+                          std::to_string(static_cast<uint64_t>(e.dst)) + ":" + std::to_string(e.dport);
+    char b[80];
+    std::snprintf(b, sizeof b, "|mark %x/%x/%x|ct %d%d|masq %d", e.mc, e.mv, e.mf, e.ct_dnat, e.ct_snat, e.masq);
+    key += b;
+    key += "|" + e.snat + "|" + e.options + "|" + e.affinity + "|" + e.mods;
+    return w + "\x1f" + key;
+  }
+  std::optional<unsigned> pred_bit(const Exec& e, const std::string& test) {
+    std::string w = where(e);
+    size_t sep = w.find('\x1f');
+    return u.pred_bit(test + "@" + w.substr(sep + 1), test + " (" + w.substr(0, sep) + ")");
+  }
+  static std::string addrtype_test(const Cond& c) {
+    static const char* names[] = {"UNSPEC",  "UNICAST", "LOCAL",  "BROADCAST", "ANYCAST", "MULTICAST",
+                                  "BLACKHOLE", "UNREACHABLE", "PROHIBIT", "THROW", "NAT", "XRESOLVE"};
+    std::string t;
+    for (unsigned b = 0; b < 12; ++b)
+      if (c.value & (1u << b)) t += (t.empty() ? "" : ",") + std::string(names[b]);
+    return std::string("-m addrtype ") + (c.kind == Cond::SrcLocal ? "--src-type " : "--dst-type ") + t;
+  }
+  // Both values of predicate bit b (unless the class fixes it): true -> yes, false -> no.
+  void split_pred(const PacketClass& k, unsigned b, std::vector<PacketClass>& yes, std::vector<PacketClass>& no) {
+    uint64_t bit = uint64_t(1) << b;
+    if (k.pred_known & bit) {
+      ((k.pred_value & bit) ? yes : no).push_back(k);
+      return;
+    }
+    PacketClass y = k, n = k;
+    y.pred_known |= bit;
+    y.pred_value |= bit;
+    n.pred_known |= bit;
+    n.pred_value &= ~bit;
+    yes.push_back(std::move(y));
+    no.push_back(std::move(n));
   }
 
   static void add_service(Exec& e, uint32_t s) {
@@ -876,7 +985,12 @@ struct Engine::Impl {
         return Flow::Continue;
       }
       case TargetKind::Other:
-        if (trace::is_noop_target(tg.chain)) return Flow::Continue;
+        if (trace::is_noop_target(tg.chain)) {
+          // Nothing the outcome holds changes, but a later unmodelled test might read
+          // what CHECKSUM wrote: predicates after it are other questions.
+          if (tg.chain == "CHECKSUM") e.mods += "CHECKSUM;";
+          return Flow::Continue;
+        }
         return unknown("target " + tg.chain + " not modelled");
     }
     return Flow::Continue;

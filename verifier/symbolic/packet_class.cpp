@@ -121,6 +121,16 @@ uint32_t Universe::service_id(const std::string& name) {
   return it->second;
 }
 
+std::optional<unsigned> Universe::pred_bit(const std::string& key, const std::string& description) {
+  auto it = pred_index.find(key);
+  if (it != pred_index.end()) return it->second;
+  if (preds.size() >= 64) return std::nullopt;
+  unsigned bit = static_cast<unsigned>(preds.size());
+  pred_index.emplace(key, bit);
+  preds.push_back(description);
+  return bit;
+}
+
 std::optional<SmallSet> Universe::ages_below(uint32_t seconds) const {
   if (seconds == 0) return SmallSet::all(age_buckets());
   auto it = std::lower_bound(age_cuts.begin(), age_cuts.end(), seconds);
@@ -169,6 +179,10 @@ PacketClass PacketClass::intersect(const PacketClass& o) const {
   r.out_iface = SmallSet{out_iface.bits & o.out_iface.bits};
   r.client = client.intersect(o.client);
   r.age = SmallSet{age.bits & o.age.bits};
+  uint64_t pboth = pred_known & o.pred_known;
+  if ((pred_value & pboth) != (o.pred_value & pboth)) r.ct = SmallSet{};  // empty
+  r.pred_known = pred_known | o.pred_known;
+  r.pred_value = (pred_value & pred_known) | (o.pred_value & o.pred_known);
   return r;
 }
 
@@ -252,6 +266,18 @@ std::vector<PacketClass> PacketClass::subtract(const PacketClass& o, const Unive
     PacketClass p = rest;
     p.age = SmallSet{rest.age.bits & ~o.age.bits};
     emit(std::move(p));
+    rest.age = SmallSet{rest.age.bits & o.age.bits};
+  }
+  // Predicates: as mark bits.
+  for (unsigned b = 0; b < 64; ++b) {
+    uint64_t bit = uint64_t(1) << b;
+    if (!(o.pred_known & bit) || (rest.pred_known & bit)) continue;
+    PacketClass p = rest;
+    p.pred_known |= bit;
+    p.pred_value = (p.pred_value & ~bit) | (~o.pred_value & bit);
+    emit(std::move(p));
+    rest.pred_known |= bit;
+    rest.pred_value = (rest.pred_value & ~bit) | (o.pred_value & bit);
   }
   return out;
 }
@@ -281,6 +307,9 @@ std::string PacketClass::key() const {
   k += client.complement ? 'c' : 'p';
   for (uint32_t id : client.ids) put(&id, 4);
   put(&age.bits, 8);
+  put(&pred_known, 8);
+  uint64_t pv = pred_value & pred_known;
+  put(&pv, 8);
   return k;
 }
 
@@ -323,6 +352,7 @@ Witness pick_witness(const PacketClass& c, const Universe& u) {
   w.out_iface = static_cast<int>(c.out_iface.first());
   w.client = c.client.first(static_cast<uint32_t>(u.affinity_keys.size()));
   w.age_bucket = c.age.first();
+  w.preds = c.pred_value & c.pred_known;
   return w;
 }
 
@@ -458,6 +488,9 @@ std::string describe(const PacketClass& c, const Universe& u) {
     }
     parts.push_back(t + " ago");
   }
+  for (unsigned b = 0; b < 64 && b < u.preds.size(); ++b)
+    if (c.pred_known & (uint64_t(1) << b))
+      parts.push_back(std::string(c.pred_value & (uint64_t(1) << b) ? "if " : "unless ") + "[" + u.preds[b] + "]");
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
   return out.empty() ? "every packet" : out;

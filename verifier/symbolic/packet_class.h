@@ -15,6 +15,12 @@
 //   out_iface       interface atoms routing sends it out of
 //   client          session-affinity state: a new client (id 0), or a client that one
 //                   `recent` list remembers (ids of Universe::affinity_keys)
+//   preds           truth values of tests the model cannot evaluate but that are fixed
+//                   functions of the packet where they stand (an ipset lookup, TCP flags,
+//                   a bridge port ...): bits known (pred_known) and their values; each bit
+//                   is one such test at one point of the traversal (Universe::preds), so
+//                   both rule sets meeting the same test at the same point share it and
+//                   identical unknowns compare equal (issue 12)
 //   age             for a remembered client, how long ago it was last seen: buckets
 //                   [0, c1), [c1, c2), ... [ck, inf) cut at every `recent --seconds` value
 //                   (Universe::age_cuts), so `--seconds S` decides whole buckets
@@ -82,6 +88,9 @@ struct Universe {
   std::vector<u128> dst_cuts;        ///< sorted starts of the destination atoms (first is 0)
   std::unordered_map<std::string, uint32_t> affinity_index;  ///< key -> id (ids 1...)
   std::vector<uint32_t> age_cuts;    ///< sorted distinct `recent --seconds` values (at most 63)
+  /// Unknown-but-deterministic tests (PacketClass::pred_*), at most 64: what each says.
+  std::vector<std::string> preds;
+  std::unordered_map<std::string, uint32_t> pred_index;  ///< test + where it stands -> bit
   /// Services named by rule comments ("ns/name:port"), id 0 = none: the leaves' attribution.
   std::vector<std::string> services = {""};
   std::unordered_map<std::string, uint32_t> service_index;
@@ -93,6 +102,9 @@ struct Universe {
   size_t atom_of(u128 a) const;  ///< the atom holding address a
   uint32_t affinity_id(const std::string& key);  ///< interns
   uint32_t service_id(const std::string& name);  ///< interns ("" -> 0)
+  /// The bit of a predicate (interned); nullopt beyond 64.
+  std::optional<unsigned> pred_bit(const std::string& key, const std::string& description);
+  uint64_t all_preds() const { return preds.size() >= 64 ? ~uint64_t(0) : (uint64_t(1) << preds.size()) - 1; }
   unsigned age_buckets() const { return static_cast<unsigned>(age_cuts.size()) + 1; }
   /// The buckets whose ages are all below `seconds` (every bucket for 0); nullopt if
   /// `seconds` is not a cut (more distinct values than the engine tracks).
@@ -114,6 +126,7 @@ struct PacketClass {
   SmallSet in_iface, out_iface;
   ClientSet client;
   SmallSet age;
+  uint64_t pred_known = 0, pred_value = 0;
 
   static PacketClass everything(const Universe& u);
   bool empty(const Universe& u) const;
@@ -137,6 +150,7 @@ struct Witness {
   int in_iface = -1, out_iface = -1;  ///< atom index, -1 if not constrained
   uint32_t client = 0;
   unsigned age_bucket = 0;  ///< a remembered client's age bucket (Universe::age_cuts)
+  uint64_t preds = 0;       ///< values of the predicates (those the class leaves open: false)
 };
 Witness pick_witness(const PacketClass& c, const Universe& u);
 

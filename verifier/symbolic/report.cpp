@@ -71,6 +71,7 @@ nlohmann::ordered_json difference_json(const Difference& d, const char* before_n
   }
   j["witness"] = w;
   j["services"] = d.services;
+  if (!d.assumptions.empty()) j["assumptions"] = d.assumptions;
   auto arr = [](const std::vector<OutcomeShare>& v) {
     nlohmann::ordered_json a = nlohmann::ordered_json::array();
     for (const auto& s : v) a.push_back(share_json(s));
@@ -110,6 +111,7 @@ std::string diff_text(const CompareResult& r, const ReportOptions& o) {
       }
       out += std::string("  ") + (d->undecided ? "UNDECIDED " : "") + origin_name(d->origin) + ": " + d->cls + "\n";
       out += "    witness: " + d->witness_text + "\n";
+      for (const auto& a : d->assumptions) out += "    assuming " + a + "\n";
       for (const auto& s : d->before) out += std::string("    ") + o.before_name + ": " + format_share(s) + "\n";
       for (const auto& s : d->after) out += std::string("    ") + o.after_name + ": " + format_share(s) + "\n";
       if (o.paths && n == 1) {  // one path per service: the rest differ only in the class
