@@ -193,11 +193,11 @@ void nat_to(Line& out, const Target& t) {
   out += ' ';
   bool v6 = t.to_addr && t.to_addr->family == IPFamily::V6;
   if (t.to_addr) {
-    if (v6 && t.to_port_lo) out += '[';
+    if (v6 && (t.to_port_lo || t.to_port_zero)) out += '[';
     out.address(*t.to_addr);
-    if (v6 && t.to_port_lo) out += ']';
+    if (v6 && (t.to_port_lo || t.to_port_zero)) out += ']';
   }
-  if (t.to_port_lo) {
+  if (t.to_port_lo || t.to_port_zero) {
     out += ':';
     out.number(t.to_port_lo);
     if (t.to_port_hi != t.to_port_lo) {

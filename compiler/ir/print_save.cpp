@@ -289,11 +289,11 @@ void nat_to(std::string& out, const Target& t) {
   out += ' ';
   bool v6 = t.to_addr && t.to_addr->family == IPFamily::V6;
   if (t.to_addr) {
-    if (v6 && t.to_port_lo) out += '[';
+    if (v6 && (t.to_port_lo || t.to_port_zero)) out += '[';
     address(out, *t.to_addr);
-    if (v6 && t.to_port_lo) out += ']';
+    if (v6 && (t.to_port_lo || t.to_port_zero)) out += ']';
   }
-  if (t.to_port_lo) {
+  if (t.to_port_lo || t.to_port_zero) {
     out += ':';
     num(out, t.to_port_lo);
     if (t.to_port_hi != t.to_port_lo) {

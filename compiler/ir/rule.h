@@ -95,6 +95,9 @@ struct Target {
   // DNAT/SNAT --to-destination/--to-source ADDR[:PORT[-PORT]]
   std::optional<IPAddr> to_addr;
   uint16_t to_port_lo = 0, to_port_hi = 0;
+  /// A port range starting at 0 was written (`:0`, `:0-0`, `:0-100`): iptables accepts and
+  /// prints it; without this flag port 0 would read as "no port" (kube-proxy never writes it).
+  bool to_port_zero = false;
   bool random = false, random_fully = false, persistent = false;
   std::string to_ports;  ///< MASQUERADE --to-ports
   // MARK: the canonical (--set-xmark value/mask) effect plus the spelling used.

@@ -128,7 +128,33 @@ inline std::string gen_target(bool v6, const std::string& table, const std::stri
     if (chain == "POSTROUTING") t.push_back(" -j MASQUERADE --random-fully");
     if (chain != "POSTROUTING" && chain != "INPUT")
       t.push_back(v6 ? " -p tcp -j DNAT --to-destination [fd00:10:180::1]:80" : " -p tcp -j DNAT --to-destination 10.180.0.1:80");
+    // Issue 12: NAT targets as real nodes and hand edits write them: ports 0 and 65535,
+    // port ranges, repeated options, and option arguments that start with '-'.
+    if (chance(25)) {
+      std::string a = v6 ? "[fd00:10:180::1]" : "10.180.0.1";
+      if (chain != "POSTROUTING" && chain != "INPUT")
+        t.push_back(" -p tcp -j DNAT --to-destination " +
+                    pick<std::string>({a + ":0", ":0", a + ":65535", ":0-0", a + ":0-100", a + ":1000-2000", a + ":5-3",
+                                       a + ":-", "--random", "-5", a + ":80 --random --random", a + ":1x",
+                                       a + ":80 --to-destination " + a, a + ":0x10", a + ":+5", v6 ? "::" : "0.0.0.0"}));
+      if (chain == "POSTROUTING" || chain == "INPUT")
+        t.push_back(" -p udp -j SNAT --to-source " +
+                    pick<std::string>({a + ":0", a + ":65535", a + ":1024-65535", "--random", a + " --random-fully",
+                                       a + " --persistent --persistent"}));
+      if (chain == "POSTROUTING")
+        t.push_back(" -p tcp -j MASQUERADE " + pick<std::string>({"--to-ports 0", "--to-ports 65535", "--to-ports 1-2",
+                                                                  "--to-ports --random", "--random --random",
+                                                                  "--to-ports 5-3"}));
+    }
   }
+  if ((table == "mangle" || table == "filter") && chance(15))
+    t.push_back(pick<std::string>({" -j MARK --or-mark --x", " -j MARK --set-xmark 0x1/", " -j MARK --set-mark 0xZZ",
+                                   " -j MARK --or-mark 1 --or-mark 2", " -j MARK --or-mark 1 --and-mark 2",
+                                   " -j MARK --set-xmark 4294967295/0xffffffff", " -m mark --mark -1 -j ACCEPT",
+                                   " -m mark --mark 1/2/3 -j ACCEPT", " -m comment --comment --x -j ACCEPT"}));
+  if (table == "filter" && chance(15))
+    t.push_back(pick<std::string>({" -j REJECT --reject-with --x", " -j REJECT --reject-with tcp-reset -p tcp",
+                                   " -j REJECT --reject-with icmp-port-unreachable --reject-with tcp-reset"}));
   return pick(t);
 }
 

@@ -294,7 +294,7 @@ TEST(VerifierParse, ErrorsAreLocated) {
       {"*filter\n-A X --bogus\nCOMMIT\n", ParseErrorKind::Parameter, 2, 6, "unknown option \"--bogus\""},
       {"*filter\n-A X -s 1.2.3\nCOMMIT\n", ParseErrorKind::Parameter, 2, 6, "host/network `1.2.3' not found"},
       {"*filter\n-A X -m comment --comment\nCOMMIT\n", ParseErrorKind::Parameter, 2, 17, "requires an argument"},
-      {"*filter\n-A X -p tcp -p udp\nCOMMIT\n", ParseErrorKind::Parameter, 2, 13, "multiple --protocol"},
+      {"*filter\n-A X -p tcp -p udp\nCOMMIT\n", ParseErrorKind::Parameter, 2, 13, "multiple -p flags not allowed"},
       {"*filter\n-A X ! ! -s 1.2.3.4\nCOMMIT\n", ParseErrorKind::Parameter, 2, 8, "multiple `!'"},
       {"*filter\n-A OUTPUT -i eth0\nCOMMIT\n", ParseErrorKind::Parameter, 2, 1, "Can't use -i with OUTPUT"},
       {"*nat\n-A X -j DROP\nCOMMIT\n", ParseErrorKind::Parameter, 2, 1, "not intended for filtering"},

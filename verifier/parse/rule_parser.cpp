@@ -3,6 +3,9 @@
 // as they load (the latest module that knows an option takes it), protocol
 // modules loaded implicitly for an unknown option when -p names one, target
 // options anywhere after -j. Messages are the real tool's where it has one.
+#include <netdb.h>
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -364,6 +367,7 @@ class LineParser {
   size_t target_pos_ = 0;   // number of args when -j was seen (for unknown-option ownership)
   std::vector<std::string> target_used_;
   bool mark_op_set_ = false;
+  std::string mark_op_name_;  // the MARK option given first (for the real tool's message)
   size_t unknown_ = 0;
   size_t rule_option_word_ = 0;
   bool have_rule_option_ = false;
@@ -380,11 +384,9 @@ bool LineParser::set_command(OpKind k, char letter, size_t i) {
 }
 
 bool LineParser::base_option(char letter, std::string value, size_t i) {
-  const char* longname = letter == 's' ? "--source" : letter == 'd' ? "--destination" : letter == 'i' ? "--in-interface"
-                       : letter == 'o' ? "--out-interface" : letter == 'p' ? "--protocol" : letter == 'f' ? "--fragments"
-                                                                                                            : "--jump";
+  // The real tool names the short option, whichever spelling was used ("multiple -s flags not allowed").
   if (base_seen_.find(letter) != std::string::npos)
-    return fail(std::string("multiple ") + longname + " options not allowed", i);
+    return fail(std::string("multiple -") + letter + " flags not allowed", i);
   base_seen_ += letter;
   if (!have_rule_option_) have_rule_option_ = true, rule_option_word_ = i;
   Arg a;
@@ -432,7 +434,7 @@ bool LineParser::base_option(char letter, std::string value, size_t i) {
 
 bool LineParser::set_target(std::string name, bool is_goto, size_t i) {
   if (invert_) return fail(std::string("cannot have ! before ") + (is_goto ? "-g" : "--jump"), i);
-  if (base_seen_.find('j') != std::string::npos) return fail("multiple --jump options not allowed", i);
+  if (base_seen_.find('j') != std::string::npos) return fail("multiple -j flags not allowed", i);
   base_seen_ += 'j';
   if (!have_rule_option_) have_rule_option_ = true, rule_option_word_ = i;
   if (name.empty()) return fail("Invalid target name (too short)", i);
@@ -466,61 +468,139 @@ bool LineParser::set_target(std::string name, bool is_goto, size_t i) {
   return true;
 }
 
-// NAT --to-destination / --to-source: ADDR[:PORT[-PORT]], [V6]:PORT
-bool parse_nat_to(std::string_view s, IPFamily family, Target& t, bool* has_port, bool* range) {
+// NAT --to-destination / --to-source: ADDR[-ADDR][:PORT[-PORT]], [V6[-V6]]:PORT[-PORT],
+// read as iptables 1.8.9's NAT extension reads it (checked against the real tool in a
+// network namespace; tests/kernel/verifier_differential_test.cpp): the port part first,
+// then the address part, each failure with the tool's own message. Ports are numbers as
+// strtoul reads them (0x10, +5, 00), 0 included; service names are not modelled.
+struct NatToError {
+  std::string message;  ///< empty: parsed
+  ParseErrorKind kind = ParseErrorKind::Parameter;
+};
+
+NatToError nat_port(std::string_view whole, std::string_view s, bool hi_part, uint32_t* out, std::string_view* rest) {
+  auto bad = [&](std::string_view what) { return NatToError{"Port `" + std::string(what) + "' not valid"}; };
+  std::string tmp(s);
+  if (tmp.empty() || tmp[0] == '-' || std::isspace(static_cast<unsigned char>(tmp[0]))) return bad(hi_part ? s : whole);
+  char* end = nullptr;
+  errno = 0;
+  unsigned long v = std::strtoul(tmp.c_str(), &end, 0);
+  if (end == tmp.c_str()) {
+    // Not a number: a service name of this machine's /etc/services, as the real tool
+    // looks it up (the whole rest of the string: "x-5" is one name).
+    if (const servent* se = ::getservbyname(tmp.c_str(), nullptr)) {
+      *out = ntohs(static_cast<uint16_t>(se->s_port));
+      *rest = {};
+      return {};
+    }
+    return bad(hi_part ? s : whole);
+  }
+  if (errno || v > 65535) return bad(hi_part ? s : whole);
+  *out = static_cast<uint32_t>(v);
+  *rest = s.substr(static_cast<size_t>(end - tmp.c_str()));
+  return {};
+}
+
+NatToError parse_nat_to(std::string_view s, IPFamily family, Target& t, bool* has_port, bool* range) {
   std::string_view addr = s, ports;
+  bool colon = false;
   if (family == IPFamily::V6) {
     if (!s.empty() && s[0] == '[') {
       size_t close = s.find(']');
-      if (close == std::string_view::npos) return false;
+      if (close == std::string_view::npos) return {"Invalid address format"};
       addr = s.substr(1, close - 1);
       std::string_view rest = s.substr(close + 1);
-      if (!rest.empty()) {
-        if (rest[0] != ':') return false;
+      // After "]" only ":PORTS" means something; anything else is ignored.
+      if (!rest.empty() && rest[0] == ':') {
+        colon = true;
         ports = rest.substr(1);
-        if (ports.empty()) return false;
       }
+    } else if (s.size() >= 1 && s[0] == ':' && (s.size() < 2 || s[1] != ':')) {
+      colon = true;  // ":PORTS" (but "::" is an address)
+      addr = {};
+      ports = s.substr(1);
     }
   } else {
-    size_t colon = s.find(':');
-    if (colon != std::string_view::npos) {
-      addr = s.substr(0, colon);
-      ports = s.substr(colon + 1);
-      if (ports.empty()) return false;
+    if (s.find('[') != std::string_view::npos) return {"Invalid address format"};
+    size_t c = s.find(':');
+    if (c != std::string_view::npos) {
+      if (s.find(':', c + 1) != std::string_view::npos) return {"Bad IP address \"" + std::string(s) + "\""};
+      colon = true;
+      addr = s.substr(0, c);
+      ports = s.substr(c + 1);
     }
   }
-  if (addr.find('-') != std::string_view::npos) {
-    *range = true;
-    return true;
-  }
-  if (!addr.empty()) {
-    auto a = IPAddr::parse(addr, true);
-    if (!a || a->family != family) return false;
-    t.to_addr = *a;
-  }
-  if (!ports.empty()) {
+  if (colon) {
     *has_port = true;
-    size_t dash = ports.find('-');
     uint32_t lo = 0, hi = 0;
-    if (!parse_port(ports.substr(0, dash), &lo)) return false;
+    std::string_view rest;
+    if (auto e = nat_port(ports, ports, false, &lo, &rest); !e.message.empty()) return e;
     hi = lo;
-    if (dash != std::string_view::npos && !parse_port(ports.substr(dash + 1), &hi)) return false;
-    if (lo > hi || lo == 0) return false;
+    if (!rest.empty() && rest[0] == '-') {
+      std::string_view second = rest.substr(1), after;
+      if (auto e = nat_port(second, second, true, &hi, &after); !e.message.empty()) return e;
+      if (!after.empty()) return {"Garbage after port value: `" + std::string(after) + "'"};
+      if (hi < lo) return {"Port range `" + std::string(second) + "' funky"};
+    } else if (!rest.empty()) {
+      return {"Garbage after port value: `" + std::string(rest) + "'"};
+    }
     t.to_port_lo = static_cast<uint16_t>(lo);
     t.to_port_hi = static_cast<uint16_t>(hi);
+    t.to_port_zero = lo == 0;
   }
-  return true;
+  if (addr.empty()) {
+    if (colon) return {};  // ":PORT": ports only
+    return {"Bad IP address \"\""};
+  }
+  size_t dash = addr.find('-');
+  std::string_view first = addr.substr(0, dash);
+  auto a = IPAddr::parse(first, true);
+  if (!a || a->family != family) return {"Bad IP address \"" + std::string(first) + "\""};
+  if (dash != std::string_view::npos) {
+    std::string_view second = addr.substr(dash + 1);
+    auto b = IPAddr::parse(second, true);
+    if (!b || b->family != family) return {"Bad IP address \"" + std::string(second) + "\""};
+    if (!(*a == *b)) {
+      *range = true;
+      return {};
+    }
+  }
+  t.to_addr = *a;
+  return {};
 }
 
-bool parse_mark_value(std::string_view s, uint32_t* v, uint32_t* m, bool allow_mask) {
-  size_t slash = s.find('/');
-  if (!parse_uint(s.substr(0, slash), 0xFFFFFFFFull, v)) return false;
-  if (slash == std::string_view::npos) {
-    *m = 0xFFFFFFFFu;
+// A mark as xtables reads it (xtables_strtoui: strtoul base 0, no leading '-'):
+// VALUE[/MASK] for --mark / --set-xmark / --set-mark, a plain VALUE for --and-mark,
+// --or-mark, --xor-mark. Returns "" or the real tool's message for the option.
+std::string read_mark(std::string_view s, const std::string& who, const std::string& optword, bool with_mask,
+                      uint32_t* v, uint32_t* m) {
+  auto number = [](const char* p, const char** end, uint32_t* out) {
+    while (std::isspace(static_cast<unsigned char>(*p))) ++p;
+    if (*p == '-') return false;
+    char* e = nullptr;
+    errno = 0;
+    unsigned long long x = std::strtoull(p, &e, 0);
+    if (e == p || errno == ERANGE || x > 0xFFFFFFFFull) return false;
+    *out = static_cast<uint32_t>(x);
+    *end = e;
     return true;
+  };
+  std::string tmp(s);
+  const char* end = nullptr;
+  if (!with_mask) {
+    if (!number(tmp.c_str(), &end, v) || *end != '\0')
+      return who + ": bad value for option \"" + optword + "\", or out of range (0-4294967295).\n";
+    *m = 0xFFFFFFFFu;
+    return "";
   }
-  if (!allow_mask) return false;
-  return parse_uint(s.substr(slash + 1), 0xFFFFFFFFull, m);
+  std::string bad = who + ": bad integer value for option \"" + optword + "\", or out of range.\n";
+  if (!number(tmp.c_str(), &end, v)) return bad;
+  *m = 0xFFFFFFFFu;
+  if (*end == '/') {
+    if (!number(end + 1, &end, m)) return bad;
+  }
+  if (*end != '\0') return who + ": trailing garbage after value for option \"" + optword + "\".\n";
+  return "";
 }
 
 struct RejectName {
@@ -574,12 +654,16 @@ bool LineParser::target_option(const std::string& name, size_t& i, const std::st
     case TOpt::ToDest:
     case TOpt::ToSource: {
       bool has_port = false, range = false;
-      if (!parse_nat_to(v, opt_.family, t, &has_port, &range))
-        return fail("Bad IP address \"" + v + "\"", i);
+      // The real tool asks for a port protocol as soon as it sees the port part.
+      bool port_part = opt_.family == IPFamily::V6
+                           ? v.find("]:") != std::string::npos || (!v.empty() && v[0] == ':' && v.rfind("::", 0) != 0)
+                           : v.find(':') != std::string::npos && v.find('[') == std::string::npos;
+      if (port_part && !(proto_ == 6 || proto_ == 17 || proto_ == 132 || proto_ == 33 || proto_ == 136))
+        return fail("Need TCP, UDP, SCTP or DCCP with port specification", i);
+      NatToError e = parse_nat_to(v, opt_.family, t, &has_port, &range);
+      if (!e.message.empty()) return fail(e.message, i, e.kind);
       if (range)
         return fail("address ranges in " + optword + " are not modelled", i, ParseErrorKind::Unsupported);
-      if (has_port && !(proto_ == 6 || proto_ == 17 || proto_ == 132 || proto_ == 33 || proto_ == 136))
-        return fail("Need TCP, UDP, SCTP or DCCP with port specification", i);
       return true;
     }
     case TOpt::ToPorts: {
@@ -609,11 +693,17 @@ bool LineParser::target_option(const std::string& name, size_t& i, const std::st
       return true;
     }
     default: {
-      if (mark_op_set_) return fail("MARK target: Can't specify --" + name + " twice", i);
+      // libxt_MARK (revision 2) declares the five as mutually exclusive options.
+      if (mark_op_set_)
+        return fail("MARK: option \"" + optword + "\" " +
+                        (mark_op_name_ == name ? std::string("can only be used once.")
+                                               : "cannot be used together with \"--" + mark_op_name_ + "\"."),
+                    i);
       mark_op_set_ = true;
+      mark_op_name_ = name;
       uint32_t val = 0, mask = 0;
       bool allow_mask = d->type == TOpt::SetXMark || d->type == TOpt::SetMark;
-      if (!parse_mark_value(v, &val, &mask, allow_mask)) return fail("Bad MARK value \"" + v + "\"", i);
+      if (std::string e = read_mark(v, "MARK", optword, allow_mask, &val, &mask); !e.empty()) return fail(e, i);
       switch (d->type) {
         case TOpt::SetXMark: t.mark_op = ir::MarkOp::SetXMark; t.mark_value = val; t.mark_mask = mask; break;
         case TOpt::SetMark: t.mark_op = ir::MarkOp::SetMark; t.mark_value = val; t.mark_mask = val | mask; break;
@@ -738,7 +828,7 @@ bool LineParser::apply_module_option(LoadedModule& m, const OptDef& d, size_t& i
       break;
     case OptType::Mark:
       a.kind = ArgKind::MarkMatch;
-      if (!parse_mark_value(v, &a.value, &a.value2, true)) return fail("mark: Bad value \"" + v + "\"", i);
+      if (std::string e = read_mark(v, "mark", optword, true, &a.value, &a.value2); !e.empty()) return fail(e, i);
       break;
     case OptType::StatMode:
       if (v != "random" && v != "nth") return bad("Bad mode \"" + v + "\"");
@@ -987,7 +1077,7 @@ bool LineParser::finish() {
     const Target& t = rule_.target;
     if (t.kind == TargetKind::Mark && !mark_op_set_)
       return fail("MARK target: Parameter --set/and/or/xor-mark is required", w_.size() - 1);
-    if ((t.kind == TargetKind::DNAT || t.kind == TargetKind::SNAT) && !t.to_addr && !t.to_port_lo)
+    if ((t.kind == TargetKind::DNAT || t.kind == TargetKind::SNAT) && !t.to_addr && !t.to_port_lo && !t.to_port_zero)
       return fail(std::string(t.kind == TargetKind::DNAT ? "DNAT" : "SNAT") + ": option \"" +
                       (t.kind == TargetKind::DNAT ? "--to-destination" : "--to-source") + "\" must be specified",
                   w_.size() - 1);

@@ -179,7 +179,10 @@ class Applier {
 
   // --- error constructors (the real tool's wording) ---
   void param_error(uint32_t line, const std::string& msg, const std::string& reason, ErrorClass cls) {
-    std::string m = prog_ + " " + kVersion + (legacy() ? " (legacy): " : " (nf_tables): ") + msg + "\n";
+    // xtables_error prefixes the program and version; "Bad argument" is printed by
+    // the command parser itself, bare (both flavours).
+    bool bare = msg.rfind("Bad argument `", 0) == 0;
+    std::string m = (bare ? std::string() : prog_ + " " + kVersion + (legacy() ? " (legacy): " : " (nf_tables): ")) + msg + "\n";
     m += "Error occurred at line: " + std::to_string(line) + "\n";
     m += "Try `" + prog_ + " -h' or '" + prog_ + " --help' for more information.\n";
     set_error(ApplyError{line, 2, reason, std::move(m), cls});

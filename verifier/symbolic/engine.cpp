@@ -937,6 +937,7 @@ struct Engine::Impl {
         if (s.table != TableId::Nat || (s.hook != Hook::Prerouting && s.hook != Hook::Output))
           return unknown("DNAT outside nat PREROUTING/OUTPUT (the kernel refuses it)");
         if (tg.to_port_lo != tg.to_port_hi) return unknown("DNAT to a port range: the port is chosen at run time");
+        if (tg.to_port_zero) return unknown("DNAT to port 0: the port the kernel picks is not modelled");
         if (tg.to_addr && tg.to_addr->family != u.family) return unknown("DNAT to an address of the other family");
         if (!e.dst_set && !tg.to_port_lo && !e.k.dport.is_point())
           return unknown("DNAT without a port on a class of destination ports (not modelled)");

@@ -92,14 +92,14 @@ std::string snat_outcome_text(const ir::Target& t) {
   if (t.to_addr) {
     bool v6 = t.to_addr->family == IPFamily::V6;
     std::string a = t.to_addr->str();
-    if (t.to_port_lo || t.to_port_hi) {
+    if (t.to_port_lo || t.to_port_hi || t.to_port_zero) {
       s = v6 ? "[" + a + "]" : a;
       s += ":" + std::to_string(t.to_port_lo);
       if (t.to_port_hi != t.to_port_lo) s += "-" + std::to_string(t.to_port_hi);
     } else {
       s = a;
     }
-  } else if (t.to_port_lo || t.to_port_hi) {
+  } else if (t.to_port_lo || t.to_port_hi || t.to_port_zero) {
     s = ":" + std::to_string(t.to_port_lo);
     if (t.to_port_hi != t.to_port_lo) s += "-" + std::to_string(t.to_port_hi);
   }

@@ -577,6 +577,7 @@ struct Tracer::Impl {
         if (st.table != TableId::Nat || (st.hook != Hook::Prerouting && st.hook != Hook::Output))
           return unknown("DNAT outside nat PREROUTING/OUTPUT (the kernel refuses it)");
         if (tg.to_port_lo != tg.to_port_hi) return unknown("DNAT to a port range: the port is chosen at run time");
+        if (tg.to_port_zero) return unknown("DNAT to port 0: the port the kernel picks is not modelled");
         IPAddr nd = tg.to_addr ? *tg.to_addr : e.dst;
         if (nd.family != e.dst.family) return unknown("DNAT to an address of the other family");
         uint16_t np = tg.to_port_lo ? tg.to_port_lo : e.dport;
