@@ -1,6 +1,9 @@
 #include "applier/core/repair.h"
 
 #include <algorithm>
+
+#include "verifier/parse/parser.h"
+#include "verifier/trace/tracer.h"
 #include <map>
 #include <set>
 
@@ -40,23 +43,62 @@ std::vector<TableText> split_program(std::string_view text) {
   return tables;
 }
 
-bool is_service_chain(const std::string& c) {
-  for (const char* p : {"KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-"})
-    if (c.rfind(p, 0) == 0) return true;
-  return false;
-}
-
 bool same_chain(const verifier::Chain* a, const verifier::Chain* b) {
   return a && b && a->rules == b->rules && a->policy == b->policy;
 }
 
 }  // namespace
 
+bool is_service_chain(std::string_view c) {
+  for (std::string_view p : {"KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-"})
+    if (c.substr(0, p.size()) == p) return true;
+  return false;
+}
+
+ProgramChains program_chains(std::string_view program) {
+  ProgramChains pc;
+  for (const auto& t : split_program(program))
+    if (auto id = ir::table_from_name(t.name)) {
+      auto& d = pc.declared[*id];
+      d.insert(d.end(), t.declared.begin(), t.declared.end());
+      auto& x = pc.deleted[*id];
+      x.insert(x.end(), t.deleted.begin(), t.deleted.end());
+    }
+  return pc;
+}
+
+std::vector<MissingJump> missing_jumps(const verifier::RulesetState& state, std::string_view full_program) {
+  std::set<std::pair<ir::TableId, std::string>> managed;
+  for (const auto& t : split_program(full_program))
+    if (auto id = ir::table_from_name(t.name))
+      for (const auto& c : t.declared) managed.insert({*id, c});
+  std::vector<MissingJump> out;
+  for (const auto& j : verifier::trace::kube_proxy_jumps()) {
+    // Only jumps to chains this program writes (KUBE-FIREWALL is IPv4 and optional;
+    // kubelet's chain of that name is not kube-proxy's business).
+    if (!managed.count({j.table, j.to})) continue;
+    std::string text = j.rule_text();
+    auto rule = verifier::parse_rule_text("-A " + std::string(j.from) + " " + text, state.family);
+    if (!rule) continue;
+    uint32_t id = state.store->intern(*rule, state.family);
+    const verifier::Chain* c = state.find(j.table, j.from);
+    if (c && std::find(c->rules.begin(), c->rules.end(), id) != c->rules.end()) continue;
+    out.push_back({j.table, j.from, std::move(text)});
+  }
+  return out;
+}
+
 RepairResult repair(const verifier::RulesetState& actual, std::string_view full_program, verifier::Flavor flavor) {
+  RepairOptions o;
+  o.flavor = flavor;
+  return repair(actual, full_program, o);
+}
+
+RepairResult repair(const verifier::RulesetState& actual, std::string_view full_program, const RepairOptions& ro) {
   RepairResult r;
   verifier::ApplyOptions opts;
   opts.noflush = true;
-  opts.flavor = flavor;
+  opts.flavor = ro.flavor;
 
   // The state a full restore would leave (same rule store, so chains compare by rule ids).
   verifier::RulesetState want = actual;
@@ -107,6 +149,20 @@ RepairResult repair(const verifier::RulesetState& actual, std::string_view full_
     out += "*" + t.name + "\n" + decls + rules + deletes + "COMMIT\n";
   }
 
+  // kube-proxy's jumps from the built-in chains, each inserted at the top in its
+  // order (after the chains they jump to exist).
+  std::vector<MissingJump> jumps;
+  if (ro.ensure_jumps) jumps = missing_jumps(actual, full_program);
+  for (ir::TableId tid : {ir::TableId::Filter, ir::TableId::Nat}) {
+    std::string block;
+    for (const auto& j : jumps)
+      if (j.table == tid) {
+        block += "-I " + j.chain + " 1 " + j.rule + "\n";
+        ++r.stats.jumps_restored;
+      }
+    if (!block.empty()) out += "*" + std::string(ir::table_name(tid)) + "\n" + block + "COMMIT\n";
+  }
+
   // Check the repair: actual + repair must equal actual + full for every chain the
   // full program manages, and leave no stale per-service chain behind.
   verifier::RulesetState got = actual;
@@ -128,6 +184,10 @@ RepairResult repair(const verifier::RulesetState& actual, std::string_view full_
         r.error = "internal: repair leaves stale chain " + name;
         return r;
       }
+  }
+  if (ro.ensure_jumps && !missing_jumps(got, full_program).empty()) {
+    r.error = "internal: repair leaves a kube-proxy jump rule missing";
+    return r;
   }
   r.ok = true;
   r.program = std::move(out);

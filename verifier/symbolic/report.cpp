@@ -124,7 +124,13 @@ std::string diff_text(const CompareResult& r, const ReportOptions& o) {
   return out;
 }
 
-std::string diff_json(const CompareResult& r, const ReportOptions& o) {
+std::string diff_json(const CompareResult& r, const ReportOptions& o) { return diff_json_object(r, o).dump(2) + "\n"; }
+
+std::vector<std::pair<std::string, std::vector<const Difference*>>> differences_by_service(const CompareResult& r) {
+  return by_service(r);
+}
+
+nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOptions& o) {
   nlohmann::ordered_json j;
   j["equivalent"] = r.equivalent();
   j["differing_classes"] = r.differing_classes;
@@ -143,7 +149,7 @@ std::string diff_json(const CompareResult& r, const ReportOptions& o) {
     j["services"].push_back(std::move(g));
   }
   j["self_check_failures"] = r.self_check_failures;
-  return j.dump(2) + "\n";
+  return j;
 }
 
 }  // namespace kpc::verifier::symbolic

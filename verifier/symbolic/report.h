@@ -21,5 +21,8 @@ struct ReportOptions {
 };
 std::string diff_text(const CompareResult& r, const ReportOptions& o = {});
 std::string diff_json(const CompareResult& r, const ReportOptions& o = {});
+nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOptions& o = {});
+/// The differences grouped by the first service each is filed under, in order of appearance.
+std::vector<std::pair<std::string, std::vector<const Difference*>>> differences_by_service(const CompareResult& r);
 
 }  // namespace kpc::verifier::symbolic

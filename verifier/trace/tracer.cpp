@@ -957,16 +957,9 @@ std::vector<std::string> resolve_affinity(const RulesetState& state, const std::
   return names;
 }
 
-bool add_kube_proxy_jumps(RulesetState& state, std::string* error) {
-  // Reference notes kubeproxy-iptables.md, section 3, in list order: ensure the target
-  // chain exists, then insert the rule at the top unless an identical one is there.
-  struct Jump {
-    TableId table;
-    const char* from;
-    const char* to;
-    const char* args;
-  };
-  static const Jump kJumps[] = {
+const std::vector<KubeProxyJump>& kube_proxy_jumps() {
+  // Reference notes kubeproxy-iptables.md, section 3, in list order.
+  static const std::vector<KubeProxyJump> kJumps = {
       {TableId::Filter, "INPUT", "KUBE-EXTERNAL-SERVICES",
        "-m conntrack --ctstate NEW -m comment --comment \"kubernetes externally-visible service portals\""},
       {TableId::Filter, "FORWARD", "KUBE-EXTERNAL-SERVICES",
@@ -989,14 +982,21 @@ bool add_kube_proxy_jumps(RulesetState& state, std::string* error) {
       {TableId::Filter, "INPUT", "KUBE-FIREWALL", ""},
       {TableId::Filter, "OUTPUT", "KUBE-FIREWALL", ""},
   };
-  // One program (a table copy per block, not per command: the state may hold 400k rules).
+  return kJumps;
+}
+
+std::string KubeProxyJump::rule_text() const { return std::string(args) + (*args ? " " : "") + "-j " + to; }
+
+bool add_kube_proxy_jumps(RulesetState& state, std::string* error) {
+  // In list order: ensure the target chain exists, then insert the rule at the top
+  // unless an identical one is there.
   std::string blocks[2];  // filter, nat
   std::set<std::string> created[2];
-  for (const auto& j : kJumps) {
+  for (const auto& j : kube_proxy_jumps()) {
     int k = j.table == TableId::Nat;
     std::string& b = blocks[k];
     if (!state.find(j.table, j.to) && created[k].insert(j.to).second) b += std::string("-N ") + j.to + "\n";
-    std::string args = std::string(j.args) + (*j.args ? " " : "") + "-j " + j.to;
+    std::string args = j.rule_text();
     auto rule = parse_rule_text("-A " + std::string(j.from) + " " + args, state.family);
     if (!rule) {
       if (error) *error = "cannot read " + args;

@@ -208,6 +208,17 @@ std::vector<std::string> resolve_affinity(const RulesetState& state, const std::
 /// the failing table then holds the commands before that one (it is changed in place).
 bool add_kube_proxy_jumps(RulesetState& state, std::string* error = nullptr);
 
+/// One rule kube-proxy keeps in a built-in chain (reference notes kubeproxy-iptables.md,
+/// section 3), in the order kube-proxy ensures them (each inserted at the top if missing).
+struct KubeProxyJump {
+  ir::TableId table;
+  const char* from;  ///< built-in chain
+  const char* to;    ///< kube-proxy's chain
+  const char* args;  ///< matches before "-j TO"
+  std::string rule_text() const;  ///< "ARGS -j TO" (restore/save order)
+};
+const std::vector<KubeProxyJump>& kube_proxy_jumps();
+
 /// True if no built-in chain of nat or filter has a rule (the state holds only
 /// what a restore program declared, not what a node would hold).
 bool builtin_chains_empty(const RulesetState& state);
