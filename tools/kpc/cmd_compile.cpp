@@ -97,7 +97,9 @@ void add_compile(CLI::App& app, int& exit_code) {
       ->excludes("--prior");
   add_flavor_option(cmd, opts->flavor, "iptables-restore semantics to check the repair against");
   cmd->add_flag("--full", opts->full, "with --prior: force a full sync (still deletes the prior's stale chains)");
-  cmd->add_option("-o,--output", opts->output, "write the program here (atomically; stdout when absent)");
+  cmd->add_option("-o,--output", opts->output,
+                  "write the program here: a file is replaced atomically (mode kept, symlinks followed); a device, "
+                  "FIFO or /dev/fd/N is written to; stdout when absent or -");
   cmd->add_flag("--stats", opts->stats, "print what the program writes (to stderr)");
   add_max_input_size_option(cmd, opts->max_input_size);
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });

@@ -72,7 +72,11 @@ class InputText {
   size_t size_ = 0;
 };
 
-/// Writes text to path atomically (temp file + rename), or to stdout for "" / "-".
+/// Writes text to stdout for "" / "-", else to path without ever damaging what path is
+/// (output.cpp): a regular file (or a new one, or a symlink's target) is replaced
+/// atomically, keeping its mode; a device, FIFO, socket or /dev/fd/N is written directly.
+/// False (error[E0005] naming path and the OS's reason printed) on failure; a file
+/// that was to be replaced is then untouched.
 bool write_output(const std::string& path, const std::string& text);
 /// `--stats`: chains written/deleted, rules, bytes (to stderr).
 void print_stats(const iptables::SyncResult& r, size_t bytes);
