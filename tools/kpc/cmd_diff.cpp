@@ -28,7 +28,9 @@ struct DiffOptions {
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: rule files and snapshots
 };
 
-// A rule file's first line that is not blank or a comment starts a table ("*nat").
+// A rule file's first line that is not blank or a comment starts a table ("*nat"). A text
+// with no such line is an empty rule set (what iptables-save prints on a node without
+// tables); as a snapshot it could never compile (no node).
 bool looks_like_rules(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
@@ -38,7 +40,7 @@ bool looks_like_rules(std::string_view text) {
     if (line.empty() || line[0] == '#') continue;
     return line[0] == '*';
   }
-  return false;
+  return true;
 }
 
 // One side as given: a directory (a snapshot), or a file read once — size-checked before
