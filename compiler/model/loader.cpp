@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <map>
 #include <tuple>
 
 #include "compiler/model/decode.h"
+#include "compiler/support/input.h"
 #include "compiler/support/text.h"
 
 namespace kpc {
@@ -263,41 +262,15 @@ bool load_snapshot(const std::vector<std::string>& paths, const LoadOptions& opt
                    DiagSink& diags) {
   std::vector<uint32_t> files;
   for (const auto& path : expand_inputs(paths, diags)) {
-    std::error_code ec;
-    bool is_stdin = path == "-";
-    if (!is_stdin) {
-      auto size = fs::file_size(path, ec);
-      if (ec) {
-        diags.report(DiagCode::IoError, {}, "", "", path + ": " + ec.message());
-        continue;
-      }
-      if (size > opts.max_input_size) {
-        diags.report(DiagCode::InputTooLarge, {}, "", "",
-                     path + ": " + std::to_string(size) + " bytes exceeds the limit of " +
-                         std::to_string(opts.max_input_size) + " (--max-input-size)");
-        continue;
-      }
-    }
-    std::ifstream in;
-    if (!is_stdin) in.open(path, std::ios::binary);
-    std::istream& s = is_stdin ? std::cin : in;
-    if (!is_stdin && !in) {
-      diags.report(DiagCode::IoError, {}, "", "", path + ": cannot open");
-      continue;
-    }
-    // Read in chunks and stop at the limit, so a pipe cannot make us buffer without bound.
+    // Size-checked before reading (a regular file by its size, a pipe or stdin by
+    // stopping at the limit): no input can make us buffer without bound.
     std::string text;
-    char buf[1 << 16];
-    while (s.read(buf, sizeof buf) || s.gcount() > 0) {
-      text.append(buf, static_cast<size_t>(s.gcount()));
-      if (text.size() > opts.max_input_size) break;
-    }
-    if (text.size() > opts.max_input_size) {
-      diags.report(DiagCode::InputTooLarge, {}, "", "", (is_stdin ? "<stdin>" : path) + ": exceeds the limit of " +
-                                                             std::to_string(opts.max_input_size) + " bytes (--max-input-size)");
+    InputError err;
+    if (!read_input(path, opts.max_input_size, &text, &err)) {
+      diags.report(err.code, {}, "", "", err.message);
       continue;
     }
-    files.push_back(sm.add(is_stdin ? "<stdin>" : path, std::move(text)));
+    files.push_back(sm.add(path == "-" ? "<stdin>" : path, std::move(text)));
   }
   if (files.empty() && !diags.has_errors()) diags.report(DiagCode::NoInput, {}, "", "", "no input files");
   if (diags.has_errors()) {

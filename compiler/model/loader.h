@@ -10,12 +10,15 @@
 #include "compiler/model/doc.h"
 #include "compiler/model/objects.h"
 #include "compiler/support/diag.h"
+#include "compiler/support/input.h"
 #include "compiler/support/source.h"
 
 namespace kpc {
 
 struct LoadOptions {
-  size_t max_input_size = 64u << 20;  ///< bytes per file; larger files are rejected (E0002)
+  /// Bytes per file; larger files are refused before they are read (E0002). The CLI sets it
+  /// from --max-input-size / KPC_MAX_INPUT_SIZE, the same limit as for rule files.
+  size_t max_input_size = kDefaultMaxInputSize;
   ReadLimits limits;
 };
 

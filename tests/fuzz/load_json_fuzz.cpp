@@ -11,7 +11,7 @@
 #include "tests/fuzz/fuzz_common.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // Oversized inputs are rejected before any work. The loader's own size limit (64 MiB,
+  // Oversized inputs are rejected before any work. The loader's own size limit (256 MiB by default,
   // E0002) and its alias/depth limits are covered by tests/unit/loader_hostile_test.cpp;
   // here a big input only slows every execution down (ASan, yaml-cpp and the compiler are
   // all linear or worse in it) without reaching new code. Kubernetes objects are small:

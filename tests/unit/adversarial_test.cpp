@@ -289,7 +289,9 @@ std::string check_rejected(const std::string& dir, const std::string& file, cons
         problems += cmd + ": raw control byte on stderr; ";
         break;
       }
-    if (compile && (fs::exists(out) || fs::exists(out + ".kpc-tmp"))) problems += "compile wrote its output; ";
+    bool temp = false;  // kpc's temp files are ".out.restore.kpc-XXXXXX"
+    for (const auto& e : fs::directory_iterator(dir)) temp = temp || e.path().filename().string().starts_with(".out.");
+    if (compile && (fs::exists(out) || temp)) problems += "compile wrote its output; ";
     if (compile && !ran.r.out.empty()) problems += "compile printed to stdout; ";
     if (!problems.empty()) return problems + "\n" + ran.r.err.substr(0, 800);
   }

@@ -93,8 +93,8 @@ TEST(Hostile, AliasBombInsideAServiceIsStillBounded) {
 }
 
 // BUG: the alias limit counts nodes, not bytes: one 256 KB scalar aliased 400 times is
-// 400 "nodes" but 100 MB of copied text (RSS grows ~200x the input). Scaled to the 64 MiB
-// input limit (a 30 MB scalar, ~1M aliases) this exhausts memory. Builder::OnAlias should
+// 400 "nodes" but 100 MB of copied text (RSS grows ~200x the input). Scaled to a 64 MiB
+// input (a 30 MB scalar, ~1M aliases) this exhausts memory. Builder::OnAlias should
 // also bound the expanded size (e.g. by bytes, or by sharing rather than copying subtrees).
 TEST(Hostile, ScalarAliasBombIsBounded) {
   std::string text = "a: &a \"" + std::string(256 * 1024, 'x') + "\"\nb: [";
@@ -149,11 +149,11 @@ TEST(Hostile, LongUnclosedFlowSequence) {
 }
 
 // ---------------------------------------------------------------- size
-TEST(Hostile, HundredMegabyteFileIsRejectedBeforeReading) {
+TEST(Hostile, TwoGigabyteFileIsRejectedBeforeReading) {
   loadtest::TempDir dir;
   std::string path = (dir.path() / "huge.yaml").string();
   { std::ofstream(path) << "apiVersion: v1\n"; }
-  fs::resize_file(path, 100u << 20);  // sparse: cheap to create
+  fs::resize_file(path, uint64_t{2} << 30);  // sparse: cheap to create; over the default limit (256 MiB)
   Loaded l;
   double t = seconds([&] { l = load_paths({path}); });
   EXPECT_LT(t, 5.0 * test::kTimeScale);

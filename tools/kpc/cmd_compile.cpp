@@ -21,7 +21,7 @@ struct CompileOptions {
   std::string output;
   bool full = false;
   bool stats = false;
-  size_t max_input_size = 64u << 20;
+  uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: snapshots and --prior-state
 };
 
 // --prior-state: the node's actual state (iptables-save output or a restore program)
@@ -31,7 +31,7 @@ int repair_from_state(const CompileOptions& o, const CompileResult& full) {
   IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
   verifier::RulesetState actual;
   std::string error;
-  if (!read_state(o.prior_state, family, flavor, &actual, &error)) {
+  if (!read_state(o.prior_state, family, flavor, o.max_input_size, &actual, &error)) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return kExitError;
   }
@@ -97,10 +97,11 @@ void add_compile(CLI::App& app, int& exit_code) {
       ->excludes("--prior");
   add_flavor_option(cmd, opts->flavor, "iptables-restore semantics to check the repair against");
   cmd->add_flag("--full", opts->full, "with --prior: force a full sync (still deletes the prior's stale chains)");
-  cmd->add_option("-o,--output", opts->output, "write the program here (atomically; stdout when absent)");
+  cmd->add_option("-o,--output", opts->output,
+                  "write the program here: a file is replaced atomically (mode kept, symlinks followed); a device, "
+                  "FIFO or /dev/fd/N is written to; stdout when absent or -");
   cmd->add_flag("--stats", opts->stats, "print what the program writes (to stderr)");
-  cmd->add_option("--max-input-size", opts->max_input_size, "largest accepted input file, in bytes")
-      ->capture_default_str();
+  add_max_input_size_option(cmd, opts->max_input_size);
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

@@ -25,14 +25,13 @@ struct DiffOptions {
   std::vector<std::string> local_addresses;
   std::string jumps = "auto";
   bool all_atoms = false;
+  uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: rule files and snapshots
 };
 
-// A rule file's first line that is not blank or a comment starts a table ("*nat").
-bool looks_like_rules(const std::string& path) {
-  if (path == "-") return true;
-  if (std::filesystem::is_directory(path)) return false;
-  InputText file(path);
-  const std::string_view text = file.view();
+// A rule file's first line that is not blank or a comment starts a table ("*nat"). A text
+// with no such line is an empty rule set (what iptables-save prints on a node without
+// tables); as a snapshot it could never compile (no node).
+bool looks_like_rules(std::string_view text) {
   size_t i = 0;
   while (i < text.size()) {
     size_t e = text.find('\n', i);
@@ -41,26 +40,43 @@ bool looks_like_rules(const std::string& path) {
     if (line.empty() || line[0] == '#') continue;
     return line[0] == '*';
   }
-  return false;
+  return true;
 }
 
-// One side: its state and, for snapshots, the node's addresses.
-bool read_side(const std::vector<std::string>& inputs, const DiffOptions& o, verifier::RulesetState* out,
-               std::vector<IPAddr>* local, std::string* label, std::shared_ptr<verifier::RuleStore> store = nullptr) {
+// One side as given: a directory (a snapshot), or a file read once — size-checked before
+// it is read, mapped if regular — and told apart by its first line. Reading it once is
+// what lets a side be a pipe (`kpc diff <(iptables-save) new.restore`).
+struct Side {
+  std::string path;
+  bool directory = false;
+  bool rules = false;
+  InputText text;
+};
+
+bool open_side(const std::string& path, uint64_t limit, Side* side) {
+  side->path = path;
+  std::error_code ec;
+  side->directory = path != "-" && std::filesystem::is_directory(path, ec);
+  if (side->directory) return true;
+  InputError err;
+  if (!side->text.load(path, limit, &err)) {
+    std::fprintf(stderr, "%s\n", render(err).c_str());
+    return false;
+  }
+  side->rules = looks_like_rules(side->text.view());
+  return true;
+}
+
+// One side's state and, for snapshots, the node's addresses.
+bool read_side(Side& side, const DiffOptions& o, verifier::RulesetState* out, std::vector<IPAddr>* local,
+               std::string* label, std::shared_ptr<verifier::RuleStore> store = nullptr) {
   Backend backend = *backend_from_name(o.backend);
   IPFamily family = backend_family(backend);
   auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
-  bool rules = false;
-  try {
-    rules = inputs.size() == 1 && looks_like_rules(inputs[0]);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error[E0001]: %s\n", e.what());
-    return false;
-  }
-  *label = inputs[0] + (inputs.size() > 1 ? " (+" + std::to_string(inputs.size() - 1) + ")" : "");
-  if (rules) {
+  *label = side.path;
+  if (side.rules) {
     std::string error;
-    if (!read_state(inputs[0], family, flavor, out, &error, store)) {
+    if (!read_state_text(side.text.view(), side.path, family, flavor, out, &error, store)) {
       std::fprintf(stderr, "%s\n", error.c_str());
       return false;
     }
@@ -69,7 +85,17 @@ bool read_side(const std::vector<std::string>& inputs, const DiffOptions& o, ver
   SourceManager sm;
   DiagSink diags;
   Snapshot snap;
-  bool ok = load_snapshot(inputs, LoadOptions{}, sm, &snap, diags);
+  LoadOptions lo;
+  lo.max_input_size = o.max_input_size;
+  bool ok = false;
+  if (side.directory) {
+    ok = load_snapshot({side.path}, lo, sm, &snap, diags);
+  } else {
+    std::string name = side.path == "-" ? "<stdin>" : side.path;
+    std::vector<std::pair<std::string, std::string>> files{{name, std::string(side.text.view())}};
+    side.text.reset();  // the loader keeps its own copy
+    ok = load_snapshot_text(files, lo, sm, &snap, diags);
+  }
   std::optional<CompileResult> c;
   if (ok) c = compile_iptables(snap, backend, {}, diags);
   if (c) append_node_addresses(snap, family, local);
@@ -93,23 +119,21 @@ int run(const DiffOptions& o) {
   std::string lb, la;
   std::vector<IPAddr> local_new;
   bool ok_new = false, ok_old = false;
-  bool both_rules = false;
-  try {
-    both_rules = looks_like_rules(o.old_input) && looks_like_rules(o.new_input);
-  } catch (const std::exception&) {
-    // read_side reports the unreadable file
-  }
-  if (both_rules) {
+  Side old_side, new_side;
+  bool opened_old = open_side(o.old_input, o.max_input_size, &old_side);  // both, to report both
+  bool opened_new = open_side(o.new_input, o.max_input_size, &new_side);
+  if (!opened_old || !opened_new) return kExitError;
+  if (old_side.rules && new_side.rules) {
     // Two rule files share most of their lines: one store, read one after the other,
     // so the new side's lines are known from the old side (and rules compare by id).
     // Reading a large file parses on two threads already (apply_text).
     auto store = std::make_shared<verifier::RuleStore>();
-    ok_old = read_side({o.old_input}, o, &before, &local, &lb, store);
-    ok_new = read_side({o.new_input}, o, &after, &local_new, &la, store);
+    ok_old = read_side(old_side, o, &before, &local, &lb, store);
+    ok_new = read_side(new_side, o, &after, &local_new, &la, store);
   } else {
     // Snapshots are compiled first: the two sides are independent, read on two threads.
-    std::thread reader([&] { ok_new = read_side({o.new_input}, o, &after, &local_new, &la); });
-    ok_old = read_side({o.old_input}, o, &before, &local, &lb);
+    std::thread reader([&] { ok_new = read_side(new_side, o, &after, &local_new, &la); });
+    ok_old = read_side(old_side, o, &before, &local, &lb);
     reader.join();
   }
   if (!ok_old || !ok_new) return kExitError;
@@ -162,6 +186,7 @@ void add_diff(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "yes", "no"}))
       ->capture_default_str();
   cmd->add_flag("--all-atoms", o->all_atoms, "explore every destination class (skip the semantic-hash narrowing)");
+  add_max_input_size_option(cmd, o->max_input_size);
   cmd->callback([o, &exit_code] { exit_code = run(*o); });
 }
 

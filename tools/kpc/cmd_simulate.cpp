@@ -4,9 +4,7 @@
 // Exit 0 applied, 1 a program fails as the real tool would (its message on
 // stderr, the state after the tables committed so far on stdout), 2 bad input.
 #include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <sstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,22 +20,8 @@ struct SimulateOptions {
   bool noflush = false;
   std::string backend = "iptables";
   std::string flavor = "legacy";
+  uint64_t max_input_size = kDefaultMaxInputSize;
 };
-
-bool read_all(const std::string& path, std::string* out) {
-  if (path == "-") {
-    std::ostringstream ss;
-    ss << std::cin.rdbuf();
-    *out = ss.str();
-    return true;
-  }
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return false;
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  *out = ss.str();
-  return !f.bad();
-}
 
 int run(const SimulateOptions& o) {
   IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
@@ -45,36 +29,41 @@ int run(const SimulateOptions& o) {
   SourceManager sm;
   DiagSink diags;
   verifier::RulesetState state = verifier::RulesetState::empty(family);
+  InputError err;
   if (!o.state_file.empty()) {
-    std::string text, err;
-    if (!read_all(o.state_file, &text)) {
-      std::fprintf(stderr, "kpc simulate: %s: cannot read\n", o.state_file.c_str());
+    InputText text;
+    std::string load_err;
+    if (!text.load(o.state_file, o.max_input_size, &err)) {
+      std::fprintf(stderr, "%s\n", render(err).c_str());
       return kExitError;
     }
-    if (!verifier::load_save(text, family, flavor, state, &err, state.store)) {
-      std::fprintf(stderr, "kpc simulate: %s: not a loadable iptables-save dump: %s\n", o.state_file.c_str(), err.c_str());
+    if (!verifier::load_save(text.view(), family, flavor, state, &load_err, state.store)) {
+      std::fprintf(stderr, "kpc simulate: %s: not a loadable iptables-save dump: %s\n", o.state_file.c_str(),
+                   load_err.c_str());
       return kExitError;
     }
   }
-  // Read every program first: unreadable input is an error (2), not a failed restore.
-  std::vector<std::string> texts;
+  // Read every program first (each size-checked before it is read): unreadable or
+  // oversized input is an error (2), not a failed restore (1).
+  std::vector<std::unique_ptr<InputText>> files;
   for (const auto& path : o.programs) {
-    texts.emplace_back();
-    if (!read_all(path, &texts.back())) {
-      std::fprintf(stderr, "kpc simulate: %s: cannot read\n", path.c_str());
+    files.push_back(std::make_unique<InputText>());
+    if (!files.back()->load(path, o.max_input_size, &err)) {
+      std::fprintf(stderr, "%s\n", render(err).c_str());
       return kExitError;
     }
   }
   verifier::ApplyOptions ao;
   ao.noflush = o.noflush;
   ao.flavor = flavor;
-  for (size_t i = 0; i < texts.size(); ++i) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string_view text = files[i]->view();
     verifier::ParseError perr;
     perr.line = 0;
-    verifier::ApplyResult r = verifier::apply_text(state, texts[i], ao, &perr);
+    verifier::ApplyResult r = verifier::apply_text(state, text, ao, &perr);
     if (perr.line && perr.kind == verifier::ParseErrorKind::Unsupported) {
       // Valid for iptables, but kpc cannot say what it does: not a verdict either way.
-      uint32_t file = sm.add(o.programs[i], texts[i]);
+      uint32_t file = sm.add(o.programs[i], std::string(text));
       diags.report(DiagCode::RestoreSyntax, Pos{file, perr.line, perr.col ? perr.col : 1}, "", "",
                    "not modelled by kpc: " + perr.message);
       std::fputs(diags.render(sm).c_str(), stderr);
@@ -104,6 +93,7 @@ void add_simulate(CLI::App& app, int& exit_code) {
   cmd->add_flag("--noflush", opts->noflush, "as iptables-restore --noflush (kube-proxy always uses it)");
   add_backend_option(cmd, opts->backend);
   add_flavor_option(cmd, opts->flavor, "legacy (iptables-legacy-restore) or nft (iptables-nft-restore)");
+  add_max_input_size_option(cmd, opts->max_input_size);
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

@@ -34,6 +34,7 @@ struct TraceCliOptions {
   std::string backend = "iptables", flavor = "legacy", format = "text";
   bool kube_proxy_test = false;
   size_t max_outcomes = 100000;
+  uint64_t max_input_size = kDefaultMaxInputSize;
 };
 
 int bad(const std::string& msg) {
@@ -182,7 +183,10 @@ int run(const TraceCliOptions& o) {
   // RULES: an iptables-save dump or a restore program, read as --state is everywhere.
   verifier::RulesetState state;
   std::string error;
-  if (!read_state(o.rules, family, flavor, &state, &error)) return bad(error);
+  if (!read_state(o.rules, family, flavor, o.max_input_size, &state, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());  // a located diagnostic already
+    return kExitError;
+  }
   bool add_jumps = o.jumps == "yes" || (o.jumps == "auto" && verifier::trace::builtin_chains_empty(state));
   std::vector<std::string> notes;
   if (add_jumps) {
@@ -267,6 +271,7 @@ void add_trace(CLI::App& app, int& exit_code) {
   add_flavor_option(cmd, o->flavor, "legacy or nft (how RULES is loaded)");
   add_format_option(cmd, o->format);
   cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")->capture_default_str();
+  add_max_input_size_option(cmd, o->max_input_size);
   cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
                 "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");
   cmd->callback([o, &exit_code] { exit_code = run(*o); });

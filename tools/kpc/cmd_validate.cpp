@@ -13,7 +13,7 @@ struct ValidateOptions {
   std::vector<std::string> inputs;
   bool verbose = false;
   bool quiet = false;
-  size_t max_input_size = 64u << 20;
+  uint64_t max_input_size = kDefaultMaxInputSize;
 };
 
 std::string summary(const Snapshot& s) {
@@ -54,8 +54,7 @@ void add_validate(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_flag("-v,--verbose", opts->verbose, "also count the objects of kinds kpc skips");
   cmd->add_flag("-q,--quiet", opts->quiet, "print nothing on success");
-  cmd->add_option("--max-input-size", opts->max_input_size, "largest accepted input file, in bytes")
-      ->capture_default_str();
+  add_max_input_size_option(cmd, opts->max_input_size);
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

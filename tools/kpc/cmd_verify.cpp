@@ -20,6 +20,7 @@ struct VerifyOptions {
   std::string format = "text";
   bool allow_equivalent = false;
   std::vector<std::string> local_addresses;
+  uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: snapshots and rule files
 };
 
 // The three programs from snapshots: prior state = full(OLD) on an empty node.
@@ -28,8 +29,10 @@ bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, 
   SourceManager sm;
   DiagSink diags;
   Snapshot next_snap, prior_snap;
-  bool ok = load_snapshot(o.next, LoadOptions{}, sm, &next_snap, diags);
-  ok = load_snapshot(o.prior, LoadOptions{}, sm, &prior_snap, diags) && ok;
+  LoadOptions lo;
+  lo.max_input_size = o.max_input_size;
+  bool ok = load_snapshot(o.next, lo, sm, &next_snap, diags);
+  ok = load_snapshot(o.prior, lo, sm, &prior_snap, diags) && ok;
   std::optional<CompileResult> a, b, c;
   if (ok) {
     a = compile_iptables(prior_snap, backend, {}, diags);
@@ -54,7 +57,7 @@ int run(const VerifyOptions& o) {
   IPFamily family = backend_family(backend);
   verifier::RulesetState prior = verifier::RulesetState::empty(family);
   std::string partial, full, error;
-  std::optional<InputText> partial_file, full_file;  // --partial/--full, mapped
+  InputText partial_file, full_file;  // --partial/--full, mapped
   std::vector<IPAddr> local;
   if (!o.next.empty()) {
     std::string prior_program;
@@ -71,23 +74,21 @@ int run(const VerifyOptions& o) {
       std::fprintf(stderr, "kpc verify: give --state, --partial and --full, or SNAPSHOT... --prior OLD...\n");
       return kExitError;
     }
-    if (!read_state(o.state, family, flavor, &prior, &error)) {
+    if (!read_state(o.state, family, flavor, o.max_input_size, &prior, &error)) {
       std::fprintf(stderr, "%s\n", error.c_str());
       return kExitError;
     }
-    try {
-      partial_file.emplace(o.partial);
-      full_file.emplace(o.full);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "error[E0001]: %s\n", e.what());
+    InputError err;
+    if (!partial_file.load(o.partial, o.max_input_size, &err) || !full_file.load(o.full, o.max_input_size, &err)) {
+      std::fprintf(stderr, "%s\n", render(err).c_str());
       return kExitError;
     }
   }
   if (!choose_local_addresses(o.local_addresses, local, family, "verify", &local)) return kExitError;
   verifier::VerifyOptions vo;
   vo.local_addresses = local;
-  auto r = verifier::verify(std::move(prior), partial_file ? partial_file->view() : partial,
-                            full_file ? full_file->view() : full, flavor, vo);
+  auto r = verifier::verify(std::move(prior), o.next.empty() ? partial_file.view() : partial,
+                            o.next.empty() ? full_file.view() : full, flavor, vo);
   std::string report = o.format == "json" ? verifier::format_json(r) : verifier::format_text(r);
   std::fputs(report.c_str(), stdout);
   if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;
@@ -117,6 +118,7 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--local-address", opts->local_addresses,
                   "the node's addresses for the packet-level check (default: the snapshot's node addresses, "
                   "else one address no rule names)");
+  add_max_input_size_option(cmd, opts->max_input_size);
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

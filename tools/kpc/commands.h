@@ -8,6 +8,7 @@
 
 #include "compiler/iptables/lower.h"
 #include "compiler/model/objects.h"
+#include "compiler/support/input.h"
 #include "verifier/state/state.h"
 
 namespace kpc::cli {
@@ -27,11 +28,16 @@ CLI::Option* add_backend_option(CLI::App* cmd, std::string& backend, const char*
 CLI::Option* add_flavor_option(CLI::App* cmd, std::string& flavor, const char* help);
 CLI::Option* add_format_option(CLI::App* cmd, std::string& format);
 
-/// A node state from an iptables-save dump or a restore program (applied to an empty node).
-/// With a store, the state interns its rules there (states that share a store compare by
-/// rule ids, and lines read before are not parsed again).
-bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, verifier::RulesetState* out,
-                std::string* error, std::shared_ptr<verifier::RuleStore> store = nullptr);
+/// A node state from an iptables-save dump or a restore program (applied to an empty node),
+/// read with the --max-input-size limit. With a store, the state interns its rules there
+/// (states that share a store compare by rule ids, and lines read before are not parsed
+/// again). False with *error set to the diagnostic line(s) to print.
+bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, uint64_t max_input_size,
+                verifier::RulesetState* out, std::string* error, std::shared_ptr<verifier::RuleStore> store = nullptr);
+/// The same, for a text read already; name is used in messages.
+bool read_state_text(std::string_view text, const std::string& name, IPFamily family, verifier::Flavor flavor,
+                     verifier::RulesetState* out, std::string* error,
+                     std::shared_ptr<verifier::RuleStore> store = nullptr);
 void add_verify(CLI::App& app, int& exit_code);
 /// The node's addresses of a snapshot (node IP and non-loopback host addresses of the family).
 void append_node_addresses(const Snapshot& snap, IPFamily family, std::vector<IPAddr>* out);
@@ -41,26 +47,36 @@ bool choose_local_addresses(const std::vector<std::string>& given, std::vector<I
                             const char* command, std::vector<IPAddr>* out);
 void add_diff(CLI::App& app, int& exit_code);
 
-/// Reads a whole file, or stdin for "-" (throws std::runtime_error naming the path).
-std::string read_text_file(const std::string& path);
+/// `--max-input-size SIZE` (default 256 MiB, or KPC_MAX_INPUT_SIZE; "100M", "1GiB", ...;
+/// a bad value is a usage error): the limit of every input file of the command.
+CLI::Option* add_max_input_size_option(CLI::App* cmd, uint64_t& limit);
 
-/// A whole input file, read-only: a regular file is mapped (rule files are tens of
-/// megabytes: no copy into a zero-filled buffer), anything else (stdin "-", pipes) is
-/// read into memory. Throws std::runtime_error naming the path.
+/// A whole input file, read-only, checked against the limit before it is read
+/// (compiler/support/input.h): a regular file is mapped (rule files are tens of megabytes:
+/// no copy into a zero-filled buffer), anything else (stdin "-", pipes, FIFOs) is read
+/// into memory, at most limit + 1 bytes of it.
 class InputText {
  public:
-  explicit InputText(const std::string& path);
-  ~InputText();
+  InputText() = default;
+  ~InputText() { reset(); }
   InputText(const InputText&) = delete;
   InputText& operator=(const InputText&) = delete;
+  /// Loads path ("-": stdin). False with *err set (E0001 with the OS's reason, or E0002).
+  bool load(const std::string& path, uint64_t limit, InputError* err);
   std::string_view view() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : owned_; }
+  void reset();
 
  private:
   std::string owned_;
   void* map_ = nullptr;
   size_t size_ = 0;
 };
-/// Writes text to path atomically (temp file + rename), or to stdout for "" / "-".
+
+/// Writes text to stdout for "" / "-", else to path without ever damaging what path is
+/// (output.cpp): a regular file (or a new one, or a symlink's target) is replaced
+/// atomically, keeping its mode; a device, FIFO, socket or /dev/fd/N is written directly.
+/// False (error[E0005] naming path and the OS's reason printed) on failure; a file
+/// that was to be replaced is then untouched.
 bool write_output(const std::string& path, const std::string& text);
 /// `--stats`: chains written/deleted, rules, bytes (to stderr).
 void print_stats(const iptables::SyncResult& r, size_t bytes);

@@ -2,23 +2,25 @@
 // restore program (applied with --noflush to an empty node), as users have either.
 #include <algorithm>
 #include <cstdio>
-#include <optional>
 
 #include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
 
 namespace kpc::cli {
 
-bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, verifier::RulesetState* out,
-                std::string* error, std::shared_ptr<verifier::RuleStore> store) {
-  std::optional<InputText> file;
-  try {
-    file.emplace(path);
-  } catch (const std::exception& e) {
-    *error = std::string("error[E0001]: ") + e.what();
+bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavor, uint64_t max_input_size,
+                verifier::RulesetState* out, std::string* error, std::shared_ptr<verifier::RuleStore> store) {
+  InputText file;
+  InputError err;
+  if (!file.load(path, max_input_size, &err)) {
+    *error = render(err);
     return false;
   }
-  const std::string_view text = file->view();
+  return read_state_text(file.view(), path, family, flavor, out, error, std::move(store));
+}
+
+bool read_state_text(std::string_view text, const std::string& name, IPFamily family, verifier::Flavor flavor,
+                     verifier::RulesetState* out, std::string* error, std::shared_ptr<verifier::RuleStore> store) {
   if (!store) store = std::make_shared<verifier::RuleStore>();
   *out = verifier::RulesetState::empty(family, store);
   std::string save_error;
@@ -29,7 +31,7 @@ bool read_state(const std::string& path, IPFamily family, verifier::Flavor flavo
   ao.flavor = flavor;
   ao.discard_on_failure = true;
   if (auto res = verifier::apply_text(*out, text, ao); !res.ok()) {
-    *error = path + ":" + std::to_string(res.error->line) + ": error[E0900]: " + res.error->reason;
+    *error = name + ":" + std::to_string(res.error->line) + ": error[E0900]: " + res.error->reason;
     return false;
   }
   return true;

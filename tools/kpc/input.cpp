@@ -1,0 +1,71 @@
+// Reading inputs in the tool: every rule file and node state goes through InputText,
+// every snapshot through the loader, both bounded by the one --max-input-size.
+#include <sys/mman.h>
+
+#include <cstdlib>
+
+#include "tools/kpc/commands.h"
+
+namespace kpc::cli {
+
+bool InputText::load(const std::string& path, uint64_t limit, InputError* err) {
+  reset();
+  InputFd in;
+  if (!InputFd::open(path, limit, &in, err)) return false;  // a regular file over the limit: refused unread
+  if (in.mappable() && in.size() > 0) {
+    // MAP_POPULATE: the file is read from start to end at once, so map every page now
+    // (one call instead of a fault per page). A file truncated while kpc reads it can
+    // end the process with SIGBUS, as with any tool that maps its input (grep, ld).
+    void* p = ::mmap(nullptr, static_cast<size_t>(in.size()), PROT_READ, MAP_PRIVATE | MAP_POPULATE, in.fd(), 0);
+    if (p != MAP_FAILED) {
+      map_ = p;
+      size_ = static_cast<size_t>(in.size());
+      return true;
+    }
+  }
+  return in.read_all(&owned_, err);  // stdin, a pipe, a FIFO, a device, an empty file, or mmap failed
+}
+
+void InputText::reset() {
+  if (map_) ::munmap(map_, size_);
+  map_ = nullptr;
+  size_ = 0;
+  owned_.clear();
+  owned_.shrink_to_fit();
+}
+
+namespace {
+
+std::string not_a_size(const std::string& s) {
+  return "not a size: '" + s + "' (bytes, or with a suffix: K, M, G, T or KiB, MiB, ... (x1024), KB, MB, ... (x1000))";
+}
+
+}  // namespace
+
+CLI::Option* add_max_input_size_option(CLI::App* cmd, uint64_t& limit) {
+  limit = kDefaultMaxInputSize;
+  CLI::Validator size([](std::string& s) -> std::string {
+    auto n = parse_byte_size(s);
+    if (!n) return not_a_size(s);
+    s = std::to_string(*n);
+    return {};
+  }, "SIZE");
+  CLI::Option* flag =
+      cmd->add_option("--max-input-size", limit,
+                      std::string("largest accepted input file (snapshots, rule files, states), checked before it is "
+                                  "read; default: $") + kMaxInputSizeEnv + ", else 256MiB")
+          ->transform(size);
+  // The environment only when the flag is absent (CLI11's envname would also read it for
+  // every other subcommand, and fail on a bad value there). This runs once the command's
+  // own arguments are parsed, before its callback: a bad value is a usage error (exit 2).
+  cmd->parse_complete_callback([flag, &limit] {
+    const char* env = std::getenv(kMaxInputSizeEnv);
+    if (flag->count() || !env || !*env) return;
+    auto n = parse_byte_size(env);
+    if (!n) throw CLI::ValidationError(kMaxInputSizeEnv, not_a_size(env));
+    limit = *n;
+  });
+  return flag;
+}
+
+}  // namespace kpc::cli
