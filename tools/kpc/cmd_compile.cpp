@@ -8,6 +8,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "verifier/trace/tracer.h"
 
 namespace kpc::cli {
 namespace {
@@ -35,16 +36,23 @@ int repair_from_state(const CompileOptions& o, const CompileResult& full) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return kExitError;
   }
-  auto r = applier::repair(actual, full.text, flavor);
+  // A node's dump (rules in its built-in chains) must keep kube-proxy's jumps there:
+  // one missing is drift the repair puts back. A bare restore program has none by design.
+  applier::RepairOptions ro;
+  ro.flavor = flavor;
+  ro.ensure_jumps = !verifier::trace::builtin_chains_empty(actual);
+  auto r = applier::repair(actual, full.text, ro);
   if (!r.ok) {
     std::fprintf(stderr, "error[E0900]: %s: %s\n", o.prior_state.c_str(), r.error.c_str());
     return kExitError;
   }
   if (!write_output(o.output, r.program)) return kExitError;
   if (o.stats)
-    std::fprintf(stderr, "repair: chains kept: %zu, chains written: %zu, chains deleted: %zu, rules: %zu, bytes: %zu\n",
+    std::fprintf(stderr,
+                 "repair: chains kept: %zu, chains written: %zu, chains deleted: %zu, rules: %zu, jumps restored: %zu, "
+                 "bytes: %zu\n",
                  r.stats.chains_kept, r.stats.chains_written, r.stats.chains_deleted, r.stats.rules_written,
-                 r.program.size());
+                 r.stats.jumps_restored, r.program.size());
   return kExitOk;
 }
 

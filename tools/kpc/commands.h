@@ -46,6 +46,7 @@ void append_node_addresses(const Snapshot& snap, IPFamily family, std::vector<IP
 bool choose_local_addresses(const std::vector<std::string>& given, std::vector<IPAddr> derived, IPFamily family,
                             const char* command, std::vector<IPAddr>* out);
 void add_diff(CLI::App& app, int& exit_code);
+void add_drift(CLI::App& app, int& exit_code);
 
 /// `--max-input-size SIZE` (default 256 MiB, or KPC_MAX_INPUT_SIZE; "100M", "1GiB", ...;
 /// a bad value is a usage error): the limit of every input file of the command.
