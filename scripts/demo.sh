@@ -61,6 +61,37 @@ sed -e '0,/^-A KUBE-SVC-.*probability.*$/{/^-A KUBE-SVC-.*probability.*$/d}' \
     "$OUT/full.save" > "$OUT/drifted.save"
 step "$KPC" compile "$OUT/next" --prior-state "$OUT/drifted.save" --stats -o "$OUT/repair.restore"
 cat "$OUT/repair.restore"
+
+printf '\nkpc drift on a node dump: kube-proxy'"'"'s jumps and a Docker rule beside them, but the\n'
+printf 'PREROUTING -> KUBE-SERVICES jump deleted. Only kube-proxy'"'"'s part counts; the report says which\n'
+printf 'Services break and writes the repair (exit 1 = drift):\n'
+cat > "$OUT/node-jumps.restore" <<'JUMPS'
+*filter
+-I INPUT 1 -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES
+-I FORWARD 1 -m conntrack --ctstate NEW -m comment --comment "kubernetes externally-visible service portals" -j KUBE-EXTERNAL-SERVICES
+-I INPUT 1 -m comment --comment "kubernetes health check service ports" -j KUBE-NODEPORTS
+-I FORWARD 1 -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-I OUTPUT 1 -m conntrack --ctstate NEW -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-I FORWARD 1 -m comment --comment "kubernetes forwarding rules" -j KUBE-FORWARD
+-I INPUT 1 -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL
+-I OUTPUT 1 -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL
+-I FORWARD 1 -m conntrack --ctstate NEW -m comment --comment "kubernetes load balancer firewall" -j KUBE-PROXY-FIREWALL
+-I INPUT 1 -j KUBE-FIREWALL
+-I OUTPUT 1 -j KUBE-FIREWALL
+COMMIT
+*nat
+-I OUTPUT 1 -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-I POSTROUTING 1 -m comment --comment "kubernetes postrouting rules" -j KUBE-POSTROUTING
+:DOCKER - [0:0]
+-A PREROUTING -m addrtype --dst-type LOCAL -j DOCKER
+COMMIT
+JUMPS
+"$KPC" simulate --noflush "$OUT/iptables.restore" "$OUT/node-jumps.restore" > "$OUT/node.save"
+set +e
+step "$KPC" drift "$EXAMPLE" --state "$OUT/node.save" -o "$OUT/drift-repair.restore" | head -n 14
+echo "exit code: ${PIPESTATUS[0]}"
+set -e
+cat "$OUT/drift-repair.restore"
 printf '\nA bad input is refused with a located error and exit code 2:\n'
 printf 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\nspec:\n  clusterIP: 10.0.0.1\n  ports:\n  - {name: a, port: 80}\n  - {name: b, port: 70000}\n' > "$OUT/bad.yaml"
 set +e
