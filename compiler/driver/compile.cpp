@@ -100,4 +100,21 @@ std::optional<CompileResult> compile_iptables_from_prior(const Snapshot& next, c
   return r;
 }
 
+std::optional<Backend> backend_for_mode(const Snapshot& snap, IPFamily family, DiagSink& diags) {
+  switch (snap.config.mode) {
+    case ProxyMode::IPTables:
+      return family == IPFamily::V4 ? Backend::IPTables : Backend::IP6Tables;
+    case ProxyMode::NFTables:
+    case ProxyMode::IPVS: {
+      const char* mode = snap.config.mode == ProxyMode::NFTables ? "nftables" : "ipvs";
+      diags.report(DiagCode::ModeNotCompiled, snap.config.fields.at("mode"), "KubeProxyConfiguration", "mode",
+                   std::string("mode is \"") + mode + "\": kpc has no " + mode +
+                       " back end yet, and compiling iptables rules for this node would not be what it runs; "
+                       "pass --backend iptables to compile them anyway");
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace kpc

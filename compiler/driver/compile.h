@@ -34,6 +34,12 @@ struct CompileResult {
   std::set<std::string> changed_services;  ///< "ns/name" whose chains were rewritten
 };
 
+/// The back end a node runs when none is named: the snapshot's KubeProxyConfiguration.mode
+/// (iptables when unset), as kube-proxy picks its proxier, for the family. The one place that
+/// maps modes to back ends. Modes without a back end in kpc yet (nftables, ipvs) are an error
+/// (E0702) at the `mode` field rather than a silent iptables program.
+std::optional<Backend> backend_for_mode(const Snapshot& snap, IPFamily family, DiagSink& diags);
+
 /// Compiles a full sync (or, with opts.partial, a partial one) for the given back end.
 std::optional<CompileResult> compile_iptables(const Snapshot& snap, Backend backend, const iptables::SyncOptions& opts,
                                               DiagSink& diags);

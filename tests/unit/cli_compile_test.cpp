@@ -80,3 +80,35 @@ TEST(CliValidate, ExitCodesAndVersion) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Issue 13: KubeProxyConfiguration.mode is honoured. Until the nftables and IPVS back ends
+// exist, a snapshot whose mode names one of them is not silently compiled to iptables rules.
+TEST(CliCompile, ConfiguredModeWithoutABackEndIsAnErrorUnlessOneIsNamed) {
+  std::string dir = temp_dir("mode");
+  std::filesystem::copy(source_path("fixtures/example"), dir + "/ex", std::filesystem::copy_options::recursive);
+  std::filesystem::remove_all(dir + "/ex/expected");
+  std::string cfg = read_file(dir + "/ex/kube-proxy.yaml");
+  for (const char* mode : {"nftables", "ipvs"}) {
+    std::string c = cfg;
+    c.replace(c.find("mode: iptables"), 14, std::string("mode: ") + mode);
+    write_file(dir + "/ex/kube-proxy.yaml", c);
+    for (const char* sub : {"compile", "drift", "diff"}) {
+      std::vector<std::string> argv = {bin_path("kpc"), sub, dir + "/ex"};
+      if (std::string(sub) == "drift") argv.insert(argv.end(), {"--state", source_path("fixtures/example/expected/iptables.restore")});
+      if (std::string(sub) == "diff") argv.push_back(source_path("fixtures/example"));
+      auto r = run(argv);
+      EXPECT_EQ(r.exit_code, 2) << sub << " " << mode << ": " << r.err;
+      EXPECT_NE(r.err.find("kube-proxy.yaml:4:7: error[E0702]"), std::string::npos) << r.err;
+      EXPECT_EQ(r.out, "") << sub;
+    }
+    auto named = run({bin_path("kpc"), "compile", dir + "/ex", "--backend", "iptables"});
+    EXPECT_EQ(named.exit_code, 0) << named.err;
+    EXPECT_EQ(named.out, read_file(source_path("fixtures/example/expected/iptables.restore")));
+  }
+}
+
+}  // namespace
+}  // namespace kpc::test

@@ -22,6 +22,7 @@ struct CompileOptions {
   std::string output;
   bool full = false;
   bool stats = false;
+  bool backend_given = false;  ///< --backend named: else the snapshot's mode decides
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: snapshots and --prior-state
 };
 
@@ -66,6 +67,7 @@ int run(const CompileOptions& o) {
   if (!o.prior.empty()) ok = load_snapshot(o.prior, lo, sm, &prior, diags) && ok;
   std::optional<CompileResult> result;
   Backend backend = *backend_from_name(o.backend);
+  if (ok) ok = check_configured_mode(next, o.backend_given, backend, diags);
   if (ok && o.prior.empty()) result = compile_iptables(next, backend, iptables::SyncOptions{}, diags);
   if (ok && !o.prior.empty()) {
     PriorOptions po;
@@ -110,7 +112,10 @@ void add_compile(CLI::App& app, int& exit_code) {
                   "FIFO or /dev/fd/N is written to; stdout when absent or -");
   cmd->add_flag("--stats", opts->stats, "print what the program writes (to stderr)");
   add_max_input_size_option(cmd, opts->max_input_size);
-  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
+  cmd->callback([cmd, opts, &exit_code] {
+    opts->backend_given = cmd->count("--backend") > 0;
+    exit_code = run(*opts);
+  });
 }
 
 }  // namespace kpc::cli

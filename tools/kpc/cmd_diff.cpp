@@ -26,6 +26,7 @@ struct DiffOptions {
   std::string jumps = "auto";
   bool all_atoms = false;
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: rule files and snapshots
+  bool backend_given = false;
 };
 
 // A rule file's first line that is not blank or a comment starts a table ("*nat"). A text
@@ -97,6 +98,7 @@ bool read_side(Side& side, const DiffOptions& o, verifier::RulesetState* out, st
     ok = load_snapshot_text(files, lo, sm, &snap, diags);
   }
   std::optional<CompileResult> c;
+  if (ok) ok = check_configured_mode(snap, o.backend_given, backend, diags);
   if (ok) c = compile_iptables(snap, backend, {}, diags);
   if (c) append_node_addresses(snap, family, local);
   diags.sort_and_dedup();
@@ -187,7 +189,10 @@ void add_diff(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--all-atoms", o->all_atoms, "explore every destination class (skip the semantic-hash narrowing)");
   add_max_input_size_option(cmd, o->max_input_size);
-  cmd->callback([o, &exit_code] { exit_code = run(*o); });
+  cmd->callback([cmd, o, &exit_code] {
+    o->backend_given = cmd->count("--backend") > 0;
+    exit_code = run(*o);
+  });
 }
 
 }  // namespace kpc::cli

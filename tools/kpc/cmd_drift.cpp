@@ -23,6 +23,7 @@ struct DriftCliOptions {
   std::string format = "text";
   std::vector<std::string> local_addresses;
   uint64_t max_input_size = kDefaultMaxInputSize;
+  bool backend_given = false;
 };
 
 int run(const DriftCliOptions& o) {
@@ -35,7 +36,8 @@ int run(const DriftCliOptions& o) {
   lo.max_input_size = o.max_input_size;
   Snapshot snap;
   std::optional<CompileResult> full;
-  if (load_snapshot(o.inputs, lo, sm, &snap, diags)) full = compile_iptables(snap, backend, {}, diags);
+  if (load_snapshot(o.inputs, lo, sm, &snap, diags) && check_configured_mode(snap, o.backend_given, backend, diags))
+    full = compile_iptables(snap, backend, {}, diags);
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
   if (!full) return kExitError;
@@ -93,7 +95,10 @@ void add_drift(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--local-address", o->local_addresses, "the node's addresses (default: the snapshot's Node)");
   add_max_input_size_option(cmd, o->max_input_size);
-  cmd->callback([o, &exit_code] { exit_code = run(*o); });
+  cmd->callback([cmd, o, &exit_code] {
+    o->backend_given = cmd->count("--backend") > 0;
+    exit_code = run(*o);
+  });
 }
 
 }  // namespace kpc::cli

@@ -21,6 +21,7 @@ struct VerifyOptions {
   bool allow_equivalent = false;
   std::vector<std::string> local_addresses;
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: snapshots and rule files
+  bool backend_given = false;
 };
 
 // The three programs from snapshots: prior state = full(OLD) on an empty node.
@@ -33,6 +34,7 @@ bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, 
   lo.max_input_size = o.max_input_size;
   bool ok = load_snapshot(o.next, lo, sm, &next_snap, diags);
   ok = load_snapshot(o.prior, lo, sm, &prior_snap, diags) && ok;
+  if (ok) ok = check_configured_mode(next_snap, o.backend_given, backend, diags);
   std::optional<CompileResult> a, b, c;
   if (ok) {
     a = compile_iptables(prior_snap, backend, {}, diags);
@@ -119,7 +121,10 @@ void add_verify(CLI::App& app, int& exit_code) {
                   "the node's addresses for the packet-level check (default: the snapshot's node addresses, "
                   "else one address no rule names)");
   add_max_input_size_option(cmd, opts->max_input_size);
-  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
+  cmd->callback([cmd, opts, &exit_code] {
+    opts->backend_given = cmd->count("--backend") > 0;
+    exit_code = run(*opts);
+  });
 }
 
 }  // namespace kpc::cli

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "compiler/driver/compile.h"
 #include "compiler/iptables/lower.h"
 #include "compiler/model/objects.h"
 #include "compiler/support/input.h"
@@ -47,6 +48,10 @@ bool choose_local_addresses(const std::vector<std::string>& given, std::vector<I
                             const char* command, std::vector<IPAddr>* out);
 void add_diff(CLI::App& app, int& exit_code);
 void add_drift(CLI::App& app, int& exit_code);
+/// Without --backend the snapshot's KubeProxyConfiguration.mode decides, as on a node
+/// (compiler/driver backend_for_mode): false, with E0702 reported, when it names a mode
+/// kpc cannot compile yet. With --backend given, that back end is used as asked.
+bool check_configured_mode(const Snapshot& snap, bool backend_given, Backend backend, DiagSink& diags);
 
 /// `--max-input-size SIZE` (default 256 MiB, or KPC_MAX_INPUT_SIZE; "100M", "1GiB", ...;
 /// a bad value is a usage error): the limit of every input file of the command.

@@ -69,4 +69,9 @@ bool choose_local_addresses(const std::vector<std::string>& given, std::vector<I
   return true;
 }
 
+bool check_configured_mode(const Snapshot& snap, bool backend_given, Backend backend, DiagSink& diags) {
+  if (backend_given) return true;
+  return backend_for_mode(snap, backend_family(backend), diags).has_value();
+}
+
 }  // namespace kpc::cli
