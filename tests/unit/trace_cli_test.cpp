@@ -96,3 +96,38 @@ TEST(TraceCli, BadInputExitsTwo) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Issue 12, part 3: the node's addresses come from where they can be known, and the
+// output says which were taken as local and why.
+TEST(TraceCli, LocalAddressesComeFromTheSnapshotOrTheRulesAndAreExplained) {
+  // A snapshot is compiled first; its Node's address makes a NodePort local.
+  auto snap = run({bin_path("kpc"), "trace", source_path("fixtures/example"), "--src", "203.0.113.7", "--dst",
+                   "192.168.0.10", "--dport", "30080"});
+  EXPECT_EQ(snap.exit_code, 0) << snap.err;
+  EXPECT_NE(snap.out.find("note: local address 192.168.0.10: the snapshot's Node"), std::string::npos) << snap.out;
+  EXPECT_NE(snap.out.find("DNAT 10.244.1.5:8080"), std::string::npos) << snap.out;
+  // The same rules as a file, without --local-address: nothing names the node's address,
+  // and the output says so instead of silently forwarding.
+  auto bare = run({bin_path("kpc"), "trace", source_path("fixtures/example/expected/iptables.restore"), "--src",
+                   "203.0.113.7", "--dst", "192.168.0.10", "--dport", "30080"});
+  EXPECT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_NE(bare.out.find("no node address known"), std::string::npos) << bare.out;
+  // kube-proxy's nodePortAddresses rules name the node's addresses: taken, with the reason.
+  std::string fixture = "fixtures/kp-node-ports-ipv4-localhost-nodeports-enabled-multiple-nodeport-addresses";
+  auto npa = run({bin_path("kpc"), "trace", source_path(fixture + "/expected/iptables.restore"), "--src",
+                  "203.0.113.7", "--dst", "192.168.1.2", "--dport", "3001"});
+  EXPECT_EQ(npa.exit_code, 0) << npa.err;
+  EXPECT_NE(npa.out.find("note: local address 192.168.1.2: nat KUBE-SERVICES sends NodePorts to it"), std::string::npos)
+      << npa.out;
+  EXPECT_NE(npa.out.find("DNAT "), std::string::npos) << npa.out;
+  // Given addresses win, and are not explained away.
+  auto given = run({bin_path("kpc"), "trace", source_path(fixture + "/expected/iptables.restore"), "--src",
+                    "203.0.113.7", "--dst", "192.168.1.2", "--dport", "3001", "--local-address", "192.168.0.2"});
+  EXPECT_EQ(given.out.find("note: local address"), std::string::npos) << given.out;
+}
+
+}  // namespace
+}  // namespace kpc::test

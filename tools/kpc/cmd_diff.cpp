@@ -4,6 +4,7 @@
 // counters and the order of rules that match disjoint traffic do not count; any
 // packet class whose outcome changes does, reported by service with a witness.
 // Exit 0 equivalent, 1 differences (or classes kpc cannot decide), 2 error.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -29,117 +30,49 @@ struct DiffOptions {
   bool backend_given = false;
 };
 
-// A rule file's first line that is not blank or a comment starts a table ("*nat"). A text
-// with no such line is an empty rule set (what iptables-save prints on a node without
-// tables); as a snapshot it could never compile (no node).
-bool looks_like_rules(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    size_t e = text.find('\n', i);
-    std::string_view line(text.data() + i, (e == std::string::npos ? text.size() : e) - i);
-    i = e == std::string::npos ? text.size() : e + 1;
-    if (line.empty() || line[0] == '#') continue;
-    return line[0] == '*';
-  }
-  return true;
-}
-
-// One side as given: a directory (a snapshot), or a file read once — size-checked before
-// it is read, mapped if regular — and told apart by its first line. Reading it once is
-// what lets a side be a pipe (`kpc diff <(iptables-save) new.restore`).
-struct Side {
-  std::string path;
-  bool directory = false;
-  bool rules = false;
-  InputText text;
-};
-
-bool open_side(const std::string& path, uint64_t limit, Side* side) {
-  side->path = path;
-  std::error_code ec;
-  side->directory = path != "-" && std::filesystem::is_directory(path, ec);
-  if (side->directory) return true;
-  InputError err;
-  if (!side->text.load(path, limit, &err)) {
-    std::fprintf(stderr, "%s\n", render(err).c_str());
-    return false;
-  }
-  side->rules = looks_like_rules(side->text.view());
-  return true;
-}
-
-// One side's state and, for snapshots, the node's addresses.
-bool read_side(Side& side, const DiffOptions& o, verifier::RulesetState* out, std::vector<IPAddr>* local,
-               std::string* label, std::shared_ptr<verifier::RuleStore> store = nullptr) {
-  Backend backend = *backend_from_name(o.backend);
-  IPFamily family = backend_family(backend);
-  auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
-  *label = side.path;
-  if (side.rules) {
-    std::string error;
-    if (!read_state_text(side.text.view(), side.path, family, flavor, out, &error, store)) {
-      std::fprintf(stderr, "%s\n", error.c_str());
-      return false;
-    }
-    return true;
-  }
-  SourceManager sm;
-  DiagSink diags;
-  Snapshot snap;
-  LoadOptions lo;
-  lo.max_input_size = o.max_input_size;
-  bool ok = false;
-  if (side.directory) {
-    ok = load_snapshot({side.path}, lo, sm, &snap, diags);
-  } else {
-    std::string name = side.path == "-" ? "<stdin>" : side.path;
-    std::vector<std::pair<std::string, std::string>> files{{name, std::string(side.text.view())}};
-    side.text.reset();  // the loader keeps its own copy
-    ok = load_snapshot_text(files, lo, sm, &snap, diags);
-  }
-  std::optional<CompileResult> c;
-  if (ok) ok = check_configured_mode(snap, o.backend_given, backend, diags);
-  if (ok) c = compile_iptables(snap, backend, {}, diags);
-  if (c) append_node_addresses(snap, family, local);
-  diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
-  if (!c) return false;
-  *out = verifier::RulesetState::empty(family);
-  verifier::ApplyOptions ao;
-  ao.noflush = true;
-  ao.flavor = flavor;
-  if (auto res = verifier::apply_text(*out, c->text, ao); !res.ok()) {
-    std::fprintf(stderr, "internal error: the compiled program fails: %s\n", res.error->reason.c_str());
-    return false;
-  }
-  return true;
-}
-
 int run(const DiffOptions& o) {
   verifier::RulesetState before, after;
   std::vector<IPAddr> local;
   std::string lb, la;
   std::vector<IPAddr> local_new;
   bool ok_new = false, ok_old = false;
-  Side old_side, new_side;
-  bool opened_old = open_side(o.old_input, o.max_input_size, &old_side);  // both, to report both
-  bool opened_new = open_side(o.new_input, o.max_input_size, &new_side);
+  RuleInput old_side, new_side;
+  bool opened_old = open_rule_input(o.old_input, o.max_input_size, &old_side);  // both, to report both
+  bool opened_new = open_rule_input(o.new_input, o.max_input_size, &new_side);
+  RuleInputOptions in;
+  in.backend = *backend_from_name(o.backend);
+  in.backend_given = o.backend_given;
+  in.flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
+  in.max_input_size = o.max_input_size;
+  lb = o.old_input;
+  la = o.new_input;
   if (!opened_old || !opened_new) return kExitError;
   if (old_side.rules && new_side.rules) {
     // Two rule files share most of their lines: one store, read one after the other,
     // so the new side's lines are known from the old side (and rules compare by id).
     // Reading a large file parses on two threads already (apply_text).
     auto store = std::make_shared<verifier::RuleStore>();
-    ok_old = read_side(old_side, o, &before, &local, &lb, store);
-    ok_new = read_side(new_side, o, &after, &local_new, &la, store);
+    ok_old = read_rule_input(old_side, in, &before, &local, store);
+    ok_new = read_rule_input(new_side, in, &after, &local_new, store);
   } else {
     // Snapshots are compiled first: the two sides are independent, read on two threads.
-    std::thread reader([&] { ok_new = read_side(new_side, o, &after, &local_new, &la); });
-    ok_old = read_side(old_side, o, &before, &local, &lb);
+    std::thread reader([&] { ok_new = read_rule_input(new_side, in, &after, &local_new); });
+    ok_old = read_rule_input(old_side, in, &before, &local);
     reader.join();
   }
   if (!ok_old || !ok_new) return kExitError;
   local.insert(local.end(), local_new.begin(), local_new.end());
+  // Which addresses are the node's, and why: given, the snapshots' Nodes, named by the
+  // rules themselves (nodePortAddresses, SNAT), or one stand-in no rule names.
+  std::string local_why = !o.local_addresses.empty() ? "given" : !local.empty() ? "the snapshots' Nodes" : "";
+  std::vector<std::string> inferred;
+  if (o.local_addresses.empty() && local.empty()) {
+    for (const auto* st : {&before, &after})
+      for (const auto& a : local_addresses_of(*st, &inferred)) local.push_back(a);
+    local_why = local.empty() ? "none known: a stand-in no rule names (NodePorts on other addresses are taken as "
+                                "not local; give --local-address)"
+                              : "named by the rules";
+  }
   if (!choose_local_addresses(o.local_addresses, local, before.family, "diff", &local)) return kExitError;
   for (auto* st : {&before, &after}) {
     bool add = o.jumps == "yes" || (o.jumps == "auto" && verifier::trace::builtin_chains_empty(*st));
@@ -160,7 +93,11 @@ int run(const DiffOptions& o) {
   if (o.format == "text") {
     std::string head = "kpc diff " + lb + " -> " + la + " (" + o.backend + ", local addresses:";
     for (const auto& a : local) head += " " + a.str();
-    report = head + ")\n" + report;
+    head += " — " + local_why + ")\n";
+    std::sort(inferred.begin(), inferred.end());
+    inferred.erase(std::unique(inferred.begin(), inferred.end()), inferred.end());
+    for (const auto& w : inferred) head += "  local address " + w + "\n";
+    report = head + report;
   }
   std::fputs(report.c_str(), stdout);
   if (!r.self_check_failures.empty()) return kExitInternal;

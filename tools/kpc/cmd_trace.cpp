@@ -7,6 +7,7 @@
 // empty state) and traces one packet through it (verifier/trace/tracer.h): every
 // outcome with its exact probability, verdict, DNAT destination, masquerading, final
 // mark and rule path. Exit 0 traced, 2 bad input.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -31,6 +32,7 @@ struct TraceCliOptions {
   std::vector<std::string> affinity;
   uint32_t affinity_age = 0;
   std::string jumps = "auto";
+  bool backend_given = false;
   std::string backend = "iptables", flavor = "legacy", format = "text";
   bool kube_proxy_test = false;
   size_t max_outcomes = 100000;
@@ -180,15 +182,37 @@ int run(const TraceCliOptions& o) {
     topt.local_addresses.push_back(*a);
   }
 
-  // RULES: an iptables-save dump or a restore program, read as --state is everywhere.
+  // RULES: an iptables-save dump or a restore program, read as --state is everywhere, or
+  // a snapshot, compiled first (its Node's addresses are then the local ones).
   verifier::RulesetState state;
-  std::string error;
-  if (!read_state(o.rules, family, flavor, o.max_input_size, &state, &error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());  // a located diagnostic already
-    return kExitError;
+  RuleInput input;
+  if (!open_rule_input(o.rules, o.max_input_size, &input)) return kExitError;
+  RuleInputOptions ri;
+  ri.backend = *backend_from_name(o.backend);
+  ri.backend_given = o.backend_given;
+  ri.flavor = flavor;
+  ri.max_input_size = o.max_input_size;
+  std::vector<IPAddr> node_addresses;
+  if (!read_rule_input(input, ri, &state, &node_addresses)) return kExitError;
+  std::vector<std::string> notes;
+  // Which addresses are the node's, and why (a NodePort on an address taken as not local
+  // is traced as forwarded): given, the snapshot's Node, or named by the rules.
+  if (topt.local_addresses.empty()) {
+    if (!input.rules) {
+      std::sort(node_addresses.begin(), node_addresses.end());
+      node_addresses.erase(std::unique(node_addresses.begin(), node_addresses.end()), node_addresses.end());
+      topt.local_addresses = node_addresses;
+      for (const auto& a : node_addresses) notes.push_back("local address " + a.str() + ": the snapshot's Node");
+    } else {
+      std::vector<std::string> why;
+      topt.local_addresses = local_addresses_of(state, &why);
+      for (const auto& w : why) notes.push_back("local address " + w);
+    }
+    if (topt.local_addresses.empty())
+      notes.push_back("no node address known (only loopback is local): a NodePort on another address is traced as "
+                      "not local; give --local-address");
   }
   bool add_jumps = o.jumps == "yes" || (o.jumps == "auto" && verifier::trace::builtin_chains_empty(state));
-  std::vector<std::string> notes;
   if (add_jumps) {
     std::string err;
     if (!add_kube_proxy_jumps(state, &err))
@@ -238,7 +262,10 @@ void add_trace(CLI::App& app, int& exit_code) {
       "trace",
       "Trace one packet through a ruleset (an iptables-save dump or a restore program): every outcome with "
       "its exact probability, verdict, DNAT destination and rule path (exit 0 traced, 2 bad input)");
-  cmd->add_option("rules", o->rules, "iptables-save dump or restore program ('-' for stdin)")->required();
+  cmd->add_option("rules", o->rules,
+                  "iptables-save dump or restore program, or a snapshot (file or directory, compiled first) ('-' for "
+                  "stdin)")
+      ->required();
   cmd->add_option("--src", o->src, "source address")->required();
   cmd->add_option("--dst", o->dst, "destination address")->required();
   cmd->add_option("--proto", o->proto, "tcp, udp or sctp")->capture_default_str();
@@ -274,7 +301,10 @@ void add_trace(CLI::App& app, int& exit_code) {
   add_max_input_size_option(cmd, o->max_input_size);
   cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
                 "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");
-  cmd->callback([o, &exit_code] { exit_code = run(*o); });
+  cmd->callback([cmd, o, &exit_code] {
+    o->backend_given = cmd->count("--backend") > 0;
+    exit_code = run(*o);
+  });
 }
 
 }  // namespace kpc::cli

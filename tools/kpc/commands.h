@@ -48,6 +48,8 @@ bool choose_local_addresses(const std::vector<std::string>& given, std::vector<I
                             const char* command, std::vector<IPAddr>* out);
 void add_diff(CLI::App& app, int& exit_code);
 void add_drift(CLI::App& app, int& exit_code);
+
+
 /// Without --backend the snapshot's KubeProxyConfiguration.mode decides, as on a node
 /// (compiler/driver backend_for_mode): false, with E0702 reported, when it names a mode
 /// kpc cannot compile yet. With --backend given, that back end is used as asked.
@@ -86,5 +88,30 @@ class InputText {
 bool write_output(const std::string& path, const std::string& text);
 /// `--stats`: chains written/deleted, rules, bytes (to stderr).
 void print_stats(const iptables::SyncResult& r, size_t bytes);
+
+/// A rule set named on the command line: a rule file (iptables-save dump or restore
+/// program) or a snapshot, compiled first (tools/kpc/rule_input.cpp).
+struct RuleInput {
+  std::string path;
+  bool directory = false;  ///< a snapshot directory
+  bool rules = false;      ///< a rule file (else a snapshot file)
+  InputText text;
+};
+struct RuleInputOptions {
+  Backend backend = Backend::IPTables;
+  bool backend_given = false;
+  verifier::Flavor flavor = verifier::Flavor::Legacy;
+  uint64_t max_input_size = 0;
+};
+/// True when text's first line that is not blank or a comment starts a table ("*nat").
+bool looks_like_rules(std::string_view text);
+/// Opens (reads, size-checked) and classifies; false with the error printed.
+bool open_rule_input(const std::string& path, uint64_t limit, RuleInput* in);
+/// The state it gives; a snapshot is compiled (its Node's addresses appended to
+/// node_addresses). False with diagnostics printed.
+bool read_rule_input(RuleInput& in, const RuleInputOptions& o, verifier::RulesetState* out,
+                     std::vector<IPAddr>* node_addresses, std::shared_ptr<verifier::RuleStore> store = nullptr);
+/// The node addresses a rule set names (verifier/trace/local_addresses.h), with "ADDR: why" lines.
+std::vector<IPAddr> local_addresses_of(const verifier::RulesetState& state, std::vector<std::string>* reasons);
 
 }  // namespace kpc::cli
