@@ -39,6 +39,7 @@ struct DriftOptions {
   verifier::Flavor flavor = verifier::Flavor::Legacy;
   std::vector<IPAddr> local_addresses;  ///< the node's addresses (packet-level comparison)
   size_t max_reported = 2000;
+  const verifier::ipset::Table* ipsets = nullptr;  ///< the node's ipsets (`ipset save`), for -m set
 };
 
 struct DriftReport {

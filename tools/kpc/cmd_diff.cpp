@@ -28,6 +28,7 @@ struct DiffOptions {
   bool all_atoms = false;
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: rule files and snapshots
   bool backend_given = false;
+  std::string ipsets;  ///< --ipsets: the node's ipsets (both sides)
 };
 
 int run(const DiffOptions& o) {
@@ -82,8 +83,11 @@ int run(const DiffOptions& o) {
       return kExitError;
     }
   }
+  verifier::ipset::Table sets;
+  if (!o.ipsets.empty() && !read_ipsets(o.ipsets, o.max_input_size, &sets)) return kExitError;
   verifier::symbolic::CompareOptions co;
   co.local_addresses = local;
+  if (!o.ipsets.empty()) co.ipsets = &sets;
   co.explore_all = o.all_atoms;
   auto r = verifier::symbolic::compare_states(before, after, co);
   verifier::symbolic::ReportOptions ro;
@@ -118,6 +122,7 @@ void add_diff(CLI::App& app, int& exit_code) {
   add_backend_option(cmd, o->backend);
   add_flavor_option(cmd, o->flavor, "legacy or nft restore semantics for rule files");
   add_format_option(cmd, o->format);
+  add_ipsets_option(cmd, o->ipsets);
   cmd->add_option("--local-address", o->local_addresses,
                   "the node's addresses (default: the snapshots' node addresses, else one address no rule names)");
   cmd->add_option("--jumps", o->jumps,

@@ -24,6 +24,7 @@ struct DriftCliOptions {
   std::vector<std::string> local_addresses;
   uint64_t max_input_size = kDefaultMaxInputSize;
   bool backend_given = false;
+  std::string ipsets;
 };
 
 int run(const DriftCliOptions& o) {
@@ -51,8 +52,11 @@ int run(const DriftCliOptions& o) {
   append_node_addresses(snap, family, &derived);
   if (!choose_local_addresses(o.local_addresses, derived, family, "drift", &local)) return kExitError;
 
+  verifier::ipset::Table sets;
+  if (!o.ipsets.empty() && !read_ipsets(o.ipsets, o.max_input_size, &sets)) return kExitError;
   applier::DriftOptions dopt;
   dopt.flavor = flavor;
+  if (!o.ipsets.empty()) dopt.ipsets = &sets;
   dopt.local_addresses = local;
   applier::DriftReport rep = applier::check_drift(actual, full->text, dopt);
   if (!rep.ok) {
@@ -95,6 +99,7 @@ void add_drift(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--local-address", o->local_addresses, "the node's addresses (default: the snapshot's Node)");
   add_max_input_size_option(cmd, o->max_input_size);
+  add_ipsets_option(cmd, o->ipsets);
   cmd->callback([cmd, o, &exit_code] {
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);

@@ -33,6 +33,7 @@ struct TraceCliOptions {
   uint32_t affinity_age = 0;
   std::string jumps = "auto";
   bool backend_given = false;
+  std::string ipsets;
   std::string backend = "iptables", flavor = "legacy", format = "text";
   bool kube_proxy_test = false;
   size_t max_outcomes = 100000;
@@ -176,6 +177,11 @@ int run(const TraceCliOptions& o) {
 
   TraceOptions topt;
   topt.max_outcomes = o.max_outcomes;
+  verifier::ipset::Table sets;
+  if (!o.ipsets.empty()) {
+    if (!read_ipsets(o.ipsets, o.max_input_size, &sets)) return kExitError;
+    topt.ipsets = &sets;
+  }
   for (const auto& s : o.local_addresses) {
     auto a = IPAddr::parse(s);
     if (!a) return bad("--local-address: not an IP address: " + s);
@@ -295,6 +301,7 @@ void add_trace(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "yes", "no"}))
       ->capture_default_str();
   add_backend_option(cmd, o->backend);
+  add_ipsets_option(cmd, o->ipsets);
   add_flavor_option(cmd, o->flavor, "legacy or nft (how RULES is loaded)");
   add_format_option(cmd, o->format);
   cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")->capture_default_str();

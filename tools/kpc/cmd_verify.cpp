@@ -22,6 +22,7 @@ struct VerifyOptions {
   std::vector<std::string> local_addresses;
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: snapshots and rule files
   bool backend_given = false;
+  std::string ipsets;
 };
 
 // The three programs from snapshots: prior state = full(OLD) on an empty node.
@@ -87,8 +88,11 @@ int run(const VerifyOptions& o) {
     }
   }
   if (!choose_local_addresses(o.local_addresses, local, family, "verify", &local)) return kExitError;
+  verifier::ipset::Table sets;
+  if (!o.ipsets.empty() && !read_ipsets(o.ipsets, o.max_input_size, &sets)) return kExitError;
   verifier::VerifyOptions vo;
   vo.local_addresses = local;
+  if (!o.ipsets.empty()) vo.ipsets = &sets;
   auto r = verifier::verify(std::move(prior), o.next.empty() ? partial_file.view() : partial,
                             o.next.empty() ? full_file.view() : full, flavor, vo);
   std::string report = o.format == "json" ? verifier::format_json(r) : verifier::format_text(r);
@@ -115,6 +119,7 @@ void add_verify(CLI::App& app, int& exit_code) {
   add_backend_option(cmd, opts->backend);
   add_flavor_option(cmd, opts->flavor, "legacy or nft restore semantics");
   add_format_option(cmd, opts->format);
+  add_ipsets_option(cmd, opts->ipsets);
   cmd->add_flag("--allow-equivalent", opts->allow_equivalent,
                 "exit 0 when the states differ but no packet is treated differently");
   cmd->add_option("--local-address", opts->local_addresses,

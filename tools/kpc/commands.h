@@ -10,6 +10,7 @@
 #include "compiler/iptables/lower.h"
 #include "compiler/model/objects.h"
 #include "compiler/support/input.h"
+#include "verifier/ipset/ipset.h"
 #include "verifier/state/state.h"
 
 namespace kpc::cli {
@@ -113,5 +114,10 @@ bool read_rule_input(RuleInput& in, const RuleInputOptions& o, verifier::Ruleset
                      std::vector<IPAddr>* node_addresses, std::shared_ptr<verifier::RuleStore> store = nullptr);
 /// The node addresses a rule set names (verifier/trace/local_addresses.h), with "ADDR: why" lines.
 std::vector<IPAddr> local_addresses_of(const verifier::RulesetState& state, std::vector<std::string>* reasons);
+
+/// `--ipsets FILE` (`ipset save` output): read, size-checked; false with a located E0802
+/// (or the read error) printed.
+bool read_ipsets(const std::string& path, uint64_t limit, verifier::ipset::Table* out);
+CLI::Option* add_ipsets_option(CLI::App* cmd, std::string& path);
 
 }  // namespace kpc::cli

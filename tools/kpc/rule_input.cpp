@@ -93,4 +93,26 @@ std::vector<IPAddr> local_addresses_of(const verifier::RulesetState& state, std:
   return out;
 }
 
+bool read_ipsets(const std::string& path, uint64_t limit, verifier::ipset::Table* out) {
+  InputText text;
+  InputError err;
+  if (!text.load(path, limit, &err)) {
+    std::fprintf(stderr, "%s\n", render(err).c_str());
+    return false;
+  }
+  std::string error;
+  if (!verifier::ipset::parse_save(text.view(), out, &error)) {
+    std::fprintf(stderr, "%s:%s\n", path.c_str(),
+                 (error.substr(0, error.find(':')) + ": error[E0802]:" + error.substr(error.find(':') + 1)).c_str());
+    return false;
+  }
+  return true;
+}
+
+CLI::Option* add_ipsets_option(CLI::App* cmd, std::string& path) {
+  return cmd->add_option("--ipsets", path,
+                         "the node's ipsets (`ipset save` output): -m set --match-set is decided on them (else it is "
+                         "an unknown the verdicts name)");
+}
+
 }  // namespace kpc::cli

@@ -140,6 +140,7 @@ VerifyResult verify(RulesetState prior, std::string_view partial, std::string_vi
   }
   symbolic::CompareOptions co;
   co.local_addresses = vo.local_addresses;
+  co.ipsets = vo.ipsets;
   r.behaviour = symbolic::compare_states(b, a, co);
   if (r.behaviour->differing_classes)
     r.verdict = Verdict::NotEquivalent;

@@ -55,6 +55,8 @@ struct VerifyOptions {
   /// Add kube-proxy's jumps from the built-in chains (which it installs outside its
   /// restore programs) when the prior state has none, before comparing behaviour.
   bool kube_proxy_jumps = true;
+  /// The node's ipsets (`ipset save`), for `-m set` matches at packet level.
+  const ipset::Table* ipsets = nullptr;
 };
 
 /// prior is taken by value: a caller done with its prior state moves it in (one copy fewer).

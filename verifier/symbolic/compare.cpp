@@ -360,7 +360,7 @@ std::string format_share(const OutcomeShare& s) {
 
 CompareResult compare_states(const RulesetState& before, const RulesetState& after, const CompareOptions& opt) {
   CompareResult res;
-  Universe u = build_universe({&before, &after}, opt.local_addresses);
+  Universe u = build_universe({&before, &after}, opt.local_addresses, opt.ipsets);
   res.atoms = u.atom_count();
   AffectedAtoms aff;
   if (opt.explore_all) {
@@ -384,6 +384,7 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
                                 " destination atoms reach a differing rule";
   trace::TraceOptions to;
   to.local_addresses = opt.local_addresses;
+  to.ipsets = opt.ipsets;
   trace::Tracer ta(before, to), tb(after, to);
   const auto keys_a = affinity_list_keys(before), keys_b = affinity_list_keys(after);
 

@@ -30,6 +30,8 @@ namespace kpc::verifier::symbolic {
 struct CompareOptions {
   /// The node's addresses (addrtype LOCAL, routing to the node). Loopback is always local.
   std::vector<IPAddr> local_addresses;
+  /// The node's ipsets (`ipset save`): `-m set` matches are decided on them (else predicates).
+  const ipset::Table* ipsets = nullptr;
   /// Explore every atom, skipping the hash-based narrowing (tests, and a reference).
   bool explore_all = false;
   /// Stop collecting after this many differences (the count still says how many classes differ).

@@ -125,7 +125,7 @@ struct Stage {
 struct Cond {
   enum Kind : uint8_t {
     Proto, Src, Dst, InIface, OutIface, SPort, DPort, Ports /* multiport --ports */, SrcLocal, DstLocal,
-    Ct, Mark, Client, Record, Never, Unknown
+    Ct, Mark, Client, Record, Set, Never, Unknown
   } kind = Never;
   bool neg = false;
   ProtoSet proto;
@@ -140,6 +140,8 @@ struct Cond {
   std::string pred;    ///< Unknown: the test as written when it is a fixed function of the packet where
                        ///< it stands (a predicate bit, shared by both rule sets); "" = stateful
   std::string effect;  ///< Client (--update/--remove: when found), Record (--set): the list write
+  std::string set_name;        ///< Set: the ipset
+  std::vector<bool> set_src;   ///< Set: per dimension, the packet's source (else destination)
   std::string why;
 };
 
@@ -156,8 +158,10 @@ struct SymRule {
 
 // ------------------------------------------------------------ universe
 
-Universe build_universe(const std::vector<const RulesetState*>& states, const std::vector<IPAddr>& local_addresses) {
+Universe build_universe(const std::vector<const RulesetState*>& states, const std::vector<IPAddr>& local_addresses,
+                        const ipset::Table* ipsets) {
   Universe u;
+  u.ipsets = ipsets;
   u.family = states.empty() ? IPFamily::V4 : states[0]->family;
   bool v4 = u.family == IPFamily::V4;
   u.addr_max = v4 ? u128(0xffffffffu) : ~u128(0);
@@ -207,6 +211,12 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
       }
     }
   }
+  if (ipsets)  // a set's addresses are destinations too (flags dst): cut at every entry
+    for (const auto& [name, set] : ipsets->sets)
+      if (set.family == u.family && !set.any_family)
+        for (const auto& e : set.entries)
+          for (size_t d = 0; d < set.dims.size(); ++d)
+            if (set.dims[d] == ipset::DimKind::Addr) cut(e.dims[d].lo, e.dims[d].hi);
   u.dst_cuts.assign(cuts.begin(), cuts.end());
   // Beyond 63 cuts a --seconds test is Unknown (ages_below gives nullopt).
   for (uint32_t v : seconds)
@@ -449,6 +459,22 @@ struct Engine::Impl {
           continue;
         }
         case ArgKind::MatchSet: {
+          // With the node's ipsets, the lookup is modelled (unless the instance has
+          // options beyond the lookup, or a set reached is of a type not modelled).
+          if (u.ipsets) {
+            bool extra = false;
+            for (size_t k = i + 1; k < args.size() && args[k].kind != ArgKind::Module; ++k)
+              extra |= args[k].kind == ArgKind::Unknown;
+            auto sets = ipset::reached(*u.ipsets, a.text);
+            bool modelled = !extra && !sets.empty();
+            for (const auto* s : sets) modelled &= s->unmodelled.empty();
+            if (modelled) {
+              c.kind = Cond::Set;
+              c.set_name = a.text;
+              c.set_src = ipset::parse_flags(a.text2);
+              break;
+            }
+          }
           // A lookup is a fixed function of the packet unless the instance reads or
           // updates the set's counters.
           bool counters = false;
@@ -826,7 +852,78 @@ struct Engine::Impl {
       case Cond::Record:
         in.push_back(k);
         return;
+      case Cond::Set:
+        split_set(c, e, k, in, out);
+        return;
     }
+  }
+
+  // -m set on the node's ipsets (ipset/ipset.h): the class split by every entry of the set
+  // (of each member of a list:set, in order), most specific prefix first so that a
+  // hash:net nomatch entry decides what it covers. After DNAT the destination is concrete.
+  void split_set(const Cond& c, const Exec& e, const PacketClass& k, std::vector<PacketClass>& in,
+                 std::vector<PacketClass>& out) {
+    std::vector<PacketClass> yes, rest{k};
+    for (const ipset::Set* s : ipset::reached(*u.ipsets, c.set_name)) {
+      if (s->type == "list:set" || c.set_src.size() < s->dims.size() || (!s->any_family && s->family != u.family))
+        continue;
+      bool port_dims = std::find(s->dims.begin(), s->dims.end(), ipset::DimKind::Port) != s->dims.end();
+      if (port_dims) {
+        // bitmap:port on ICMP/ICMPv6/UDP-Lite reads a type/code or a port the model lacks.
+        ProtoSet odd = ProtoSet::of(1);
+        odd.w[0] |= ProtoSet::of(58).w[0];
+        odd.w[2] |= ProtoSet::of(136).w[2];
+        std::vector<PacketClass> kept;
+        for (auto& r : rest) {
+          PacketClass o = r;
+          o.proto = r.proto & odd;
+          if (!o.empty(u)) unknown_parts.push_back(Part{std::move(o), "bitmap:port on ICMP/UDP-Lite not modelled", {}});
+          r.proto = r.proto.minus(odd);
+          if (!r.empty(u)) kept.push_back(std::move(r));
+        }
+        rest = std::move(kept);
+      }
+      std::vector<PacketClass> no_here;  // nomatch parts: not in this set (a later member may hold them)
+      for (const ipset::Entry& en : s->entries) {
+        if (rest.empty()) break;
+        PacketClass need = PacketClass::everything(u);
+        bool skip = false;
+        for (size_t d = 0; d < s->dims.size() && !skip; ++d) {
+          bool src = c.set_src[d];
+          const ipset::Range& r = en.dims[d];
+          if (s->dims[d] == ipset::DimKind::Addr) {
+            if (!src && e.dst_set) skip = !(e.dst >= r.lo && e.dst <= r.hi);
+            else (src ? need.src : need.dst) = AddrSet::range(r.lo, r.hi);
+            continue;
+          }
+          ProtoSet protos = s->dims[d] == ipset::DimKind::ProtoPort ? ProtoSet::of(en.proto) : ProtoSet::of(6);
+          if (s->dims[d] == ipset::DimKind::Port) {
+            protos.w[0] |= ProtoSet::of(17).w[0];
+            protos.w[2] |= ProtoSet::of(132).w[2];
+          }
+          need.proto = need.proto & protos;
+          uint32_t lo = static_cast<uint32_t>(r.lo), hi = static_cast<uint32_t>(r.hi);
+          if (!src && e.dst_set) skip = !(e.dport >= lo && e.dport <= hi);
+          else (src ? need.sport : need.dport) = PortSet::range(lo, hi);
+        }
+        if (skip) continue;
+        std::vector<PacketClass> next;
+        for (auto& r : rest) {
+          PacketClass inter = r.intersect(need);
+          if (inter.empty(u)) {
+            next.push_back(std::move(r));
+            continue;
+          }
+          (en.nomatch ? no_here : yes).push_back(std::move(inter));
+          for (auto& piece : r.subtract(need, u)) next.push_back(std::move(piece));
+        }
+        rest = std::move(next);
+      }
+      for (auto& n : no_here) rest.push_back(std::move(n));
+    }
+    // yes: in the set; rest: in none of them.
+    for (auto& y : yes) (c.neg ? out : in).push_back(std::move(y));
+    for (auto& r : rest) (c.neg ? in : out).push_back(std::move(r));
   }
 
   // ------------------------------------------------------------ predicates

@@ -68,7 +68,9 @@ struct Leaf {
 /// Builds the shared universe of a comparison: destination atoms and interface
 /// atoms from every rule of the given states, the local addresses (plus
 /// loopback), and the affinity keys of their `recent` lists.
-Universe build_universe(const std::vector<const RulesetState*>& states, const std::vector<IPAddr>& local_addresses);
+/// With ipsets, `-m set` matches on them are modelled and their entries' addresses cut atoms too.
+Universe build_universe(const std::vector<const RulesetState*>& states, const std::vector<IPAddr>& local_addresses,
+                        const ipset::Table* ipsets = nullptr);
 
 class Engine {
  public:

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "compiler/support/net.h"
+#include "verifier/ipset/ipset.h"
 #include "verifier/symbolic/range_set.h"
 
 namespace kpc::verifier::symbolic {
@@ -88,6 +89,7 @@ struct Universe {
   std::vector<u128> dst_cuts;        ///< sorted starts of the destination atoms (first is 0)
   std::unordered_map<std::string, uint32_t> affinity_index;  ///< key -> id (ids 1...)
   std::vector<uint32_t> age_cuts;    ///< sorted distinct `recent --seconds` values (at most 63)
+  const ipset::Table* ipsets = nullptr;  ///< the node's ipsets (`--ipsets`): -m set is modelled
   /// Unknown-but-deterministic tests (PacketClass::pred_*), at most 64: what each says.
   std::vector<std::string> preds;
   std::unordered_map<std::string, uint32_t> pred_index;  ///< test + where it stands -> bit

@@ -488,9 +488,25 @@ struct Tracer::Impl {
           break;  // evaluated with their module
         case ArgKind::NfacctName:
           break;  // counts, always matches
-        case ArgKind::MatchSet:
-          unknown("ipset \"" + a.text + "\" contents not known");
+        case ArgKind::MatchSet: {
+          if (!t.options_.ipsets) {
+            unknown("ipset \"" + a.text + "\" contents not known");
+            break;
+          }
+          auto value = [](const IPAddr& x) {
+            ipset::u128 v = 0;
+            for (size_t b = 0; b < (x.family == IPFamily::V4 ? 4u : 16u); ++b) v = (v << 8) | x.bytes[b];
+            return v;
+          };
+          ipset::PacketFields pf{value(pkt.src), value(e.dst), pkt.src.family, pkt.proto, pkt.sport, e.dport};
+          std::string why;
+          auto m = ipset::match(*t.options_.ipsets, a.text, a.text2, pf, &why);
+          if (!m)
+            unknown(why);
+          else
+            decide(*m, a.neg);
           break;
+        }
         case ArgKind::Physdev:
           unknown("physdev match not modelled");
           break;

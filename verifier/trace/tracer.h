@@ -40,6 +40,7 @@
 #include "compiler/ir/rule.h"
 #include "compiler/support/net.h"
 #include "verifier/state/state.h"
+#include "verifier/ipset/ipset.h"
 #include "verifier/trace/effects.h"
 #include "verifier/trace/rational.h"
 
@@ -85,6 +86,8 @@ struct TraceOptions {
   std::vector<IPAddr> local_addresses;
   size_t max_outcomes = 100000;  ///< beyond this, remaining branches become one Unknown outcome
   size_t max_depth = 128;        ///< chain call depth (a loop the state machine let through)
+  /// The node's ipsets (`ipset save`): `-m set --match-set` is decided on them; without, Unknown.
+  const ipset::Table* ipsets = nullptr;
 };
 
 enum class Verdict : uint8_t { Accept, Drop, Reject, Unknown };
