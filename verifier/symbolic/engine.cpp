@@ -828,26 +828,14 @@ struct Engine::Impl {
         PacketClass need = PacketClass::everything(u);
         need.mark_known = free;
         need.mark_value = (c.value ^ e.mf) & free;
-        PacketClass y = k.intersect(need);
-        std::vector<PacketClass> ns = k.subtract(need, u);
-        auto& yes = c.neg ? out : in;
-        auto& no = c.neg ? in : out;
-        if (!y.empty(u)) yes.push_back(std::move(y));
-        for (auto& n : ns) no.push_back(std::move(n));
-        return;
+        return split_by(k, need, c.neg, in, out);
       }
       case Cond::Client: {
         // Found: remembered by this list and seen within --seconds (whole age buckets).
         PacketClass need = PacketClass::everything(u);
         need.client = ClientSet::only(c.client);
         need.age = c.ages;
-        PacketClass y = k.intersect(need);
-        std::vector<PacketClass> ns = k.subtract(need, u);
-        auto& yes = c.neg ? out : in;
-        auto& no = c.neg ? in : out;
-        if (!y.empty(u)) yes.push_back(std::move(y));
-        for (auto& n : ns) no.push_back(std::move(n));
-        return;
+        return split_by(k, need, c.neg, in, out);
       }
       case Cond::Record:
         in.push_back(k);
@@ -975,6 +963,15 @@ struct Engine::Impl {
     n.pred_value &= ~bit;
     yes.push_back(std::move(y));
     no.push_back(std::move(n));
+  }
+
+  // k split by a class: the part inside `need` passes (fails when negated), the rest fails.
+  void split_by(const PacketClass& k, const PacketClass& need, bool neg, std::vector<PacketClass>& in,
+                std::vector<PacketClass>& out) const {
+    PacketClass y = k.intersect(need);
+    std::vector<PacketClass> ns = k.subtract(need, u);
+    if (!y.empty(u)) (neg ? out : in).push_back(std::move(y));
+    for (auto& n : ns) (neg ? in : out).push_back(std::move(n));
   }
 
   static void add_service(Exec& e, uint32_t s) {
