@@ -108,6 +108,7 @@ DriftReport check_drift(const verifier::RulesetState& actual, std::string_view f
     verifier::symbolic::CompareOptions co;
     co.local_addresses = opt.local_addresses;
     co.max_reported = opt.max_reported;
+    co.max_atoms = opt.max_atoms;
     co.ipsets = opt.ipsets;
     rep.packets = verifier::symbolic::compare_states(actual, repaired, co);
   }

@@ -39,6 +39,9 @@ struct DriftOptions {
   verifier::Flavor flavor = verifier::Flavor::Legacy;
   std::vector<IPAddr> local_addresses;  ///< the node's addresses (packet-level comparison)
   size_t max_reported = 2000;
+  /// Destination atoms explored for the packet-level consequence (a sample beyond; the
+  /// drift verdict itself comes from the chains, exactly).
+  size_t max_atoms = 2000;
   const verifier::ipset::Table* ipsets = nullptr;  ///< the node's ipsets (`ipset save`), for -m set
 };
 

@@ -33,7 +33,10 @@ std::string header(const DriftReport& r, const DriftReportContext& c) {
 // sync: DNAT 10.244.1.30:9000 33.3%)"
 std::string service_summary(const sym::CompareResult& p) {
   std::string s;
-  if (p.equivalent()) return "no packet is treated differently (only unreachable rules differ)\n";
+  if (p.differing_classes == 0 && p.undecided_classes == 0)
+    return p.sampled ? "no packet of the sampled destinations is treated differently\n"
+                     : "no packet is treated differently (only unreachable rules differ)\n";
+  if (p.sampled) s += "  (" + p.narrowing + ")\n";
   for (const auto& [svc, diffs] : sym::differences_by_service(p)) {
     size_t undecided = 0;
     for (const auto* d : diffs) undecided += d->undecided;
@@ -42,7 +45,12 @@ std::string service_summary(const sym::CompareResult& p) {
     s += "\n    e.g. " + diffs[0]->witness_text + "\n";
     auto show = [](const std::vector<sym::OutcomeShare>& v) {
       std::string o;
+      size_t n = 0;
       for (const auto& x : v) {
+        if (++n > 3) {
+          o += "; ... " + std::to_string(v.size() - 3) + " more";
+          break;
+        }
         if (!o.empty()) o += "; ";
         char pct[32];
         std::snprintf(pct, sizeof pct, "%.1f%%", x.probability.to_double() * 100);

@@ -25,6 +25,7 @@ struct DriftCliOptions {
   uint64_t max_input_size = kDefaultMaxInputSize;
   bool backend_given = false;
   std::string ipsets;
+  size_t max_atoms = 2000;
 };
 
 int run(const DriftCliOptions& o) {
@@ -57,6 +58,7 @@ int run(const DriftCliOptions& o) {
   applier::DriftOptions dopt;
   dopt.flavor = flavor;
   if (!o.ipsets.empty()) dopt.ipsets = &sets;
+  dopt.max_atoms = o.max_atoms;
   dopt.local_addresses = local;
   applier::DriftReport rep = applier::check_drift(actual, full->text, dopt);
   if (!rep.ok) {
@@ -100,6 +102,10 @@ void add_drift(CLI::App& app, int& exit_code) {
   cmd->add_option("--local-address", o->local_addresses, "the node's addresses (default: the snapshot's Node)");
   add_max_input_size_option(cmd, o->max_input_size);
   add_ipsets_option(cmd, o->ipsets);
+  cmd->add_option("--max-atoms", o->max_atoms,
+                  "destination atoms explored for the packet-level consequence; beyond, an evenly spread sample "
+                  "(0: all; the drift verdict comes from the chains either way)")
+      ->capture_default_str();
   cmd->callback([cmd, o, &exit_code] {
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);

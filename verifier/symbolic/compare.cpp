@@ -378,10 +378,19 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
   Engine ea(before, u), eb(after, u);
   size_t n = 0;
   for (char c : aff.atom) n += c != 0;
-  res.atoms_explored = n;
   res.narrowing = aff.all ? "all atoms: " + aff.why_all
                           : std::to_string(n) + " of " + std::to_string(u.atom_count()) +
                                 " destination atoms reach a differing rule";
+  if (opt.max_atoms && n > opt.max_atoms) {
+    // An evenly spread sample (deterministic): every k-th affected atom.
+    size_t k = 0, step = (n + opt.max_atoms - 1) / opt.max_atoms, kept = 0;
+    for (auto& c : aff.atom)
+      if (c) c = (k++ % step == 0 && kept < opt.max_atoms) ? (++kept, 1) : 0;
+    res.sampled = true;
+    res.narrowing += "; " + std::to_string(kept) + " of them explored (a sample: --max-atoms)";
+    n = kept;
+  }
+  res.atoms_explored = n;
   trace::TraceOptions to;
   to.local_addresses = opt.local_addresses;
   to.ipsets = opt.ipsets;

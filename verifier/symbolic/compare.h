@@ -32,6 +32,12 @@ struct CompareOptions {
   std::vector<IPAddr> local_addresses;
   /// The node's ipsets (`ipset save`): `-m set` matches are decided on them (else predicates).
   const ipset::Table* ipsets = nullptr;
+  /// At most this many destination atoms are explored (0: all). When more reach a
+  /// difference, an evenly spread sample is explored and the result says so (`sampled`):
+  /// its classes are real differences, but classes of unexplored atoms are not listed and
+  /// "equivalent" cannot be concluded from it. kpc drift uses it (its verdict comes from
+  /// the chains; a missing PREROUTING jump touches every atom).
+  size_t max_atoms = 0;
   /// Explore every atom, skipping the hash-based narrowing (tests, and a reference).
   bool explore_all = false;
   /// Stop collecting after this many differences (the count still says how many classes differ).
@@ -80,10 +86,11 @@ struct CompareResult {
   bool equivalent_by_hash = false;
   size_t atoms = 0, atoms_explored = 0, classes_compared = 0, leaves = 0;
   size_t differing_classes = 0, undecided_classes = 0;
+  bool sampled = false;  ///< only a sample of the affected atoms was explored (CompareOptions::max_atoms)
   std::string narrowing;  ///< how the atoms to explore were chosen
   std::vector<Difference> differences;  ///< proven differences, then undecided ones
   std::vector<std::string> self_check_failures;  ///< symbolic vs concrete disagreements (bugs)
-  bool equivalent() const { return differing_classes == 0 && undecided_classes == 0; }
+  bool equivalent() const { return differing_classes == 0 && undecided_classes == 0 && !sampled; }
 };
 
 CompareResult compare_states(const RulesetState& before, const RulesetState& after, const CompareOptions& options);

@@ -101,6 +101,7 @@ std::string diff_text(const CompareResult& r, const ReportOptions& o) {
          std::to_string(r.leaves) + " leaves)\n";
   if (r.differences.size() < r.differing_classes + r.undecided_classes)
     out += "(showing the first " + std::to_string(r.differences.size()) + ")\n";
+  if (r.sampled) out += "(a sample of the destinations: classes of the others are not listed)\n";
   for (const auto& [svc, diffs] : groups) {
     out += "\n" + svc + ": " + std::to_string(diffs.size()) + (diffs.size() == 1 ? " class\n" : " classes\n");
     size_t n = 0;
@@ -134,6 +135,7 @@ nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOpti
   nlohmann::ordered_json j;
   j["equivalent"] = r.equivalent();
   j["differing_classes"] = r.differing_classes;
+  j["sampled"] = r.sampled;
   j["undecided_classes"] = r.undecided_classes;
   j["narrowing"] = r.narrowing;
   j["atoms"] = r.atoms;
