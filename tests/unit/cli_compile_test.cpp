@@ -112,3 +112,48 @@ TEST(CliCompile, ConfiguredModeWithoutABackEndIsAnErrorUnlessOneIsNamed) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Issue 13, section 6 (part): the CLI's conventions.
+TEST(CliConventions, UsageDidYouMeanIgnoredFlagsAndHelp) {
+  std::string k = bin_path("kpc");
+  auto usage = run({k, "compile", "--help"});
+  EXPECT_EQ(usage.exit_code, 0);
+  EXPECT_NE(usage.out.find("Usage: kpc compile"), std::string::npos) << usage.out;  // not the binary's path
+  EXPECT_NE(usage.out.find("Examples:"), std::string::npos);
+  EXPECT_NE(usage.out.find("Exit codes:"), std::string::npos);
+  for (const char* sub : {"validate", "verify", "diff", "drift", "simulate", "trace"}) {
+    auto h = run({k, sub, "--help"});
+    EXPECT_NE(h.out.find("Exit codes:"), std::string::npos) << sub;
+    EXPECT_NE(h.out.find("Examples:"), std::string::npos) << sub;
+  }
+  auto typo = run({k, "comple", "x"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("unknown command 'comple'; did you mean 'compile'?"), std::string::npos) << typo.err;
+  auto flag = run({k, "compile", source_path("fixtures/example"), "--outptu", "x"});
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_NE(flag.err.find("did you mean '--output'?"), std::string::npos) << flag.err;
+  // Flags that would be ignored are errors.
+  auto full = run({k, "compile", source_path("fixtures/example"), "--full"});
+  EXPECT_EQ(full.exit_code, 2);
+  EXPECT_NE(full.err.find("--full requires --prior"), std::string::npos) << full.err;
+  EXPECT_EQ(full.out, "");
+  auto flavor = run({k, "compile", source_path("fixtures/example"), "--flavor", "nft"});
+  EXPECT_EQ(flavor.exit_code, 2);
+  auto mixed = run({k, "verify", source_path("fixtures/example"), "--prior", source_path("fixtures/example"), "--state",
+                    source_path("fixtures/example/expected/iptables.restore")});
+  EXPECT_EQ(mixed.exit_code, 2);
+  // kpc-gen-cluster --help prints its usage and writes nothing (built with the benchmarks only).
+  if (!std::filesystem::exists(bin_path("kpc-gen-cluster"))) return;
+  std::string dir = temp_dir("gen");
+  auto gen = run({"sh", "-c", "cd " + dir + " && " + bin_path("kpc-gen-cluster") + " --help"});
+  EXPECT_EQ(gen.exit_code, 0);
+  EXPECT_NE(gen.out.find("Usage: kpc-gen-cluster"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/--help.json"));
+  EXPECT_EQ(run({bin_path("kpc-gen-cluster"), dir + "/x", "-5"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace kpc::test

@@ -105,13 +105,23 @@ void add_compile(CLI::App& app, int& exit_code) {
                   "what the node really has (iptables-save output, or a restore program): write the smallest "
                   "program that brings it to SNAPSHOT's full state (stale chains deleted, matching chains left out)")
       ->excludes("--prior");
-  add_flavor_option(cmd, opts->flavor, "iptables-restore semantics to check the repair against");
-  cmd->add_flag("--full", opts->full, "with --prior: force a full sync (still deletes the prior's stale chains)");
+  // Flags that would be ignored are errors (a user who wrote them meant something).
+  add_flavor_option(cmd, opts->flavor, "with --prior-state: iptables-restore semantics to check the repair against")
+      ->needs("--prior-state");
+  cmd->add_flag("--full", opts->full, "with --prior: force a full sync (still deletes the prior's stale chains)")
+      ->needs("--prior");
   cmd->add_option("-o,--output", opts->output,
                   "write the program here: a file is replaced atomically (mode kept, symlinks followed); a device, "
                   "FIFO or /dev/fd/N is written to; stdout when absent or -");
   cmd->add_flag("--stats", opts->stats, "print what the program writes (to stderr)");
   add_max_input_size_option(cmd, opts->max_input_size);
+  cmd->footer(
+      "Examples:\n"
+      "  kpc compile cluster/ -o v4.restore --stats        full sync, IPv4\n"
+      "  kpc compile cluster/ --backend ip6tables          IPv6, to stdout\n"
+      "  kpc compile new/ --prior old/                     the partial restore of the next sync (KEP-3453)\n"
+      "  kpc compile cluster/ --prior-state node.save      the smallest repair of a node's drift\n"
+      "Exit codes: 0 written, 2 error (located diagnostics on stderr; nothing written).");
   cmd->callback([cmd, opts, &exit_code] {
     opts->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*opts);

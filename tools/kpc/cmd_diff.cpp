@@ -131,6 +131,12 @@ void add_diff(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--all-atoms", o->all_atoms, "explore every destination class (skip the semantic-hash narrowing)");
   add_max_input_size_option(cmd, o->max_input_size);
+  cmd->footer(
+      "Examples:\n"
+      "  kpc diff old.restore new.restore                 two rule files (save dumps or restore programs)\n"
+      "  kpc diff old-cluster/ new-cluster/               two snapshots, compiled first\n"
+      "  kpc diff node.save new.restore --ipsets sets.save --local-address 10.0.0.5\n"
+      "Exit codes: 0 equivalent, 1 differences or undecided classes, 2 error, 3 internal error.");
   cmd->callback([cmd, o, &exit_code] {
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);

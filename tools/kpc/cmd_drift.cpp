@@ -106,6 +106,11 @@ void add_drift(CLI::App& app, int& exit_code) {
                   "destination atoms explored for the packet-level consequence; beyond, an evenly spread sample "
                   "(0: all; the drift verdict comes from the chains either way)")
       ->capture_default_str();
+  cmd->footer(
+      "Examples:\n"
+      "  iptables-save > node.save && kpc drift cluster/ --state node.save -o repair.restore\n"
+      "  kpc drift cluster/ --state node.save --ipsets <(ipset save) --format markdown\n"
+      "Exit codes: 0 no drift, 1 drift (repair written with -o), 2 error, 3 internal error.");
   cmd->callback([cmd, o, &exit_code] {
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);

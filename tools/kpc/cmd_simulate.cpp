@@ -94,6 +94,11 @@ void add_simulate(CLI::App& app, int& exit_code) {
   add_backend_option(cmd, opts->backend);
   add_flavor_option(cmd, opts->flavor, "legacy (iptables-legacy-restore) or nft (iptables-nft-restore)");
   add_max_input_size_option(cmd, opts->max_input_size);
+  cmd->footer(
+      "Examples:\n"
+      "  kpc simulate --noflush full.restore partial.restore      what the node holds after both\n"
+      "  kpc simulate --state node.save --noflush repair.restore --flavor nft\n"
+      "Exit codes: 0 applied, 1 a program fails (the state committed so far is printed), 2 bad input.");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

@@ -308,6 +308,12 @@ void add_trace(CLI::App& app, int& exit_code) {
   add_max_input_size_option(cmd, o->max_input_size);
   cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
                 "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");
+  cmd->footer(
+      "Examples:\n"
+      "  kpc trace v4.restore --src 10.244.1.50 --dst 10.96.30.30 --dport 9000 --from pod --in-iface cbr0\n"
+      "  kpc trace cluster/ --src 203.0.113.7 --dst 192.168.0.10 --dport 30080    (a snapshot, compiled first)\n"
+      "  kpc trace node.save --src 10.0.0.1 --dst 10.96.0.1 --dport 443 --ipsets sets.save --affinity new\n"
+      "Exit codes: 0 traced (also when outcomes are unknown), 2 bad input.");
   cmd->callback([cmd, o, &exit_code] {
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);

@@ -55,6 +55,10 @@ void add_validate(CLI::App& app, int& exit_code) {
   cmd->add_flag("-v,--verbose", opts->verbose, "also count the objects of kinds kpc skips");
   cmd->add_flag("-q,--quiet", opts->quiet, "print nothing on success");
   add_max_input_size_option(cmd, opts->max_input_size);
+  cmd->footer(
+      "Examples:\n"
+      "  kubectl get svc,endpointslices,nodes -A -o yaml > cluster.yaml && kpc validate cluster.yaml kube-proxy.yaml\n"
+      "Exit codes: 0 valid, 2 invalid (located errors on stderr).");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

@@ -112,10 +112,12 @@ void add_verify(CLI::App& app, int& exit_code) {
       "verify", "Check that a partial restore applied to the prior state equals the full restore "
                 "(exit 0 identical, 1 differs or fails, 2 error)");
   cmd->add_option("snapshot", opts->next, "with --prior: the new snapshot (kpc compiles all three programs)");
-  cmd->add_option("--prior", opts->prior, "the snapshot last synced");
-  cmd->add_option("--state", opts->state, "the prior state: an iptables-save dump or a restore program");
-  cmd->add_option("--partial", opts->partial, "the partial restore program");
-  cmd->add_option("--full", opts->full, "the full restore program");
+  auto* prior = cmd->add_option("--prior", opts->prior, "the snapshot last synced");
+  // The two forms exclude each other: programs given, or snapshots compiled.
+  cmd->add_option("--state", opts->state, "the prior state: an iptables-save dump or a restore program")
+      ->excludes(prior);
+  cmd->add_option("--partial", opts->partial, "the partial restore program")->excludes(prior);
+  cmd->add_option("--full", opts->full, "the full restore program")->excludes(prior);
   add_backend_option(cmd, opts->backend);
   add_flavor_option(cmd, opts->flavor, "legacy or nft restore semantics");
   add_format_option(cmd, opts->format);
@@ -126,6 +128,12 @@ void add_verify(CLI::App& app, int& exit_code) {
                   "the node's addresses for the packet-level check (default: the snapshot's node addresses, "
                   "else one address no rule names)");
   add_max_input_size_option(cmd, opts->max_input_size);
+  cmd->footer(
+      "Examples:\n"
+      "  kpc verify new/ --prior old/                                   kpc compiles prior, partial and full\n"
+      "  kpc verify --state node.save --partial p.restore --full f.restore\n"
+      "Exit codes: 0 identical (or equivalent with --allow-equivalent), 1 equivalent / not equivalent / cannot\n"
+      "prove / the partial fails to apply, 2 error, 3 internal error (a self-check failed).");
   cmd->callback([cmd, opts, &exit_code] {
     opts->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*opts);

@@ -1,16 +1,76 @@
 // kpc: compile Kubernetes Service state into kube-proxy's dataplane programs and
 // verify them. See README.md and docs/architecture.md.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "compiler/support/version.h"
 #include "tools/kpc/commands.h"
 
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The closest name within a third of its length (at least 2 edits), or "".
+std::string nearest(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_d = std::max<size_t>(2, word.size() / 3) + 1;
+  for (const auto& n : names)
+    if (size_t d = edit_distance(word, n); d < best_d) best_d = d, best = n;
+  return best;
+}
+
+// "did you mean" for an unknown subcommand or a misspelled long option of the one given.
+void suggest(CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return;
+  std::vector<std::string> commands;
+  for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; })) commands.push_back(sub->get_name());
+  std::string first = argv[1];
+  if (first[0] != '-' && std::find(commands.begin(), commands.end(), first) == commands.end()) {
+    std::string n = nearest(first, commands);
+    std::fprintf(stderr, "kpc: unknown command '%s'%s\n", first.c_str(),
+                 n.empty() ? "" : ("; did you mean '" + n + "'?").c_str());
+    return;
+  }
+  CLI::App* sub = first[0] == '-' ? nullptr : app.get_subcommand(first);
+  if (!sub) return;
+  std::vector<std::string> options;
+  for (const auto* opt : sub->get_options())
+    for (const auto& l : opt->get_lnames()) options.push_back("--" + l);
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) continue;
+    a = a.substr(0, a.find('='));
+    if (std::find(options.begin(), options.end(), a) != options.end()) continue;
+    if (std::string n = nearest(a, options); !n.empty())
+      std::fprintf(stderr, "kpc %s: unknown option '%s'; did you mean '%s'?\n", first.c_str(), a.c_str(), n.c_str());
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"kpc: compiles Kubernetes Service state into the exact dataplane programs kube-proxy writes, "
-               "and verifies them.\nExit codes: 0 ok/same, 1 differences found, 2 error."};
+               "and verifies them.\nExit codes: 0 ok/same, 1 differences found, 2 error.",
+               "kpc"};
   app.set_version_flag("--version", std::string(kpc::kVersionLine));
   app.require_subcommand(1);
+  app.footer("Run 'kpc COMMAND --help' for a command's options, examples and exit codes.");
   int exit_code = kpc::cli::kExitOk;
   kpc::cli::add_validate(app, exit_code);
   kpc::cli::add_compile(app, exit_code);
@@ -24,6 +84,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    suggest(app, argc, argv);
     app.exit(e);
     return kpc::cli::kExitError;
   } catch (const std::exception& e) {
