@@ -131,3 +131,38 @@ TEST(TraceCli, LocalAddressesComeFromTheSnapshotOrTheRulesAndAreExplained) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Issue 13, section 5: kpc trace assertions for packet-flow tests in CI.
+TEST(TraceCli, ExpectationsExitOneWhenNotMet) {
+  std::vector<std::string> base = {bin_path("kpc"), "trace", source_path("fixtures/example"), "--src", "10.244.1.50",
+                                   "--dst", "10.96.10.10", "--dport", "80", "--from", "pod", "--in-iface", "cbr0"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> argv = base;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run(argv);
+  };
+  EXPECT_EQ(with({"--expect-dnat", "10.244.1.5:8080", "--expect-dnat", "10.244.2.6:8080", "--expect-verdict", "ACCEPT",
+                  "--expect-masquerade", "no"})
+                .exit_code,
+            0);
+  auto one = with({"--expect-dnat", "10.244.1.5:8080"});  // the set must be exact
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_NE(one.err.find("expectation not met: DNAT destinations"), std::string::npos) << one.err;
+  EXPECT_EQ(with({"--expect-verdict", "DROP"}).exit_code, 1);
+  EXPECT_EQ(with({"--expect-masquerade", "yes"}).exit_code, 1);
+  EXPECT_EQ(with({"--expect-verdict", "MAYBE"}).exit_code, 2);  // a bad value is a usage error
+  // An outcome the model cannot decide never meets an expectation.
+  std::string dir = temp_dir("expect");
+  write_file(dir + "/set.restore", "*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -m set --match-set X src -j DROP\n"
+                                   "COMMIT\n");
+  auto unknown = run({bin_path("kpc"), "trace", dir + "/set.restore", "--src", "10.0.0.1", "--dst", "10.0.0.2",
+                      "--dport", "80", "--expect-verdict", "ACCEPT"});
+  EXPECT_EQ(unknown.exit_code, 1) << unknown.err;
+  EXPECT_NE(unknown.err.find("an outcome is unknown"), std::string::npos) << unknown.err;
+}
+
+}  // namespace
+}  // namespace kpc::test

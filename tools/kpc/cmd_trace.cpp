@@ -8,6 +8,7 @@
 // outcome with its exact probability, verdict, DNAT destination, masquerading, final
 // mark and rule path. Exit 0 traced, 2 bad input.
 #include <algorithm>
+#include <set>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -37,6 +38,10 @@ struct TraceCliOptions {
   std::string backend = "iptables", flavor = "legacy", format = "text";
   bool kube_proxy_test = false;
   size_t max_outcomes = 100000;
+  // Assertions for packet-flow tests in CI: exit 1 when one is not met.
+  std::vector<std::string> expect_dnat;  ///< the exact set of DNAT destinations
+  std::string expect_verdict;            ///< every outcome's verdict
+  std::string expect_masquerade;         ///< yes / no, for every outcome
   uint64_t max_input_size = kDefaultMaxInputSize;
 };
 
@@ -257,7 +262,35 @@ int run(const TraceCliOptions& o) {
   TraceResult res = tracer.trace(pkt);
   res.notes.insert(res.notes.begin(), notes.begin(), notes.end());
   std::string out = o.format == "json" ? to_json(pkt, topt, res) : format_text(pkt, topt, res);
-  return write_output("", out) ? kExitOk : kExitError;
+  if (!write_output("", out)) return kExitError;
+  // The assertions: every outcome must meet them; an Unknown outcome meets none.
+  std::vector<std::string> failed;
+  std::set<std::string> dnats;
+  for (const auto& oc : res.outcomes) {
+    if (oc.verdict == Verdict::Unknown) failed.push_back("an outcome is unknown: " + oc.unknown_reason);
+    if (oc.dnat) dnats.insert(oc.dnat_text);
+    if (!o.expect_verdict.empty() && verdict_name(oc.verdict) != o.expect_verdict)
+      failed.push_back(std::string("verdict ") + verdict_name(oc.verdict) + " (p = " + oc.probability.fraction() +
+                       "), expected " + o.expect_verdict);
+    if (!o.expect_masquerade.empty() && oc.masquerade != (o.expect_masquerade == "yes"))
+      failed.push_back(std::string("masquerade ") + (oc.masquerade ? "yes" : "no") + " (p = " +
+                       oc.probability.fraction() + "), expected " + o.expect_masquerade);
+  }
+  if (!o.expect_dnat.empty()) {
+    std::set<std::string> want(o.expect_dnat.begin(), o.expect_dnat.end());
+    if (want != dnats) {
+      std::string got;
+      for (const auto& d : dnats) got += " " + d;
+      failed.push_back("DNAT destinations" + (got.empty() ? std::string(" none") : got) + ", expected the set of " +
+                       std::to_string(want.size()) + " given");
+    }
+  }
+  bool asserted = !o.expect_dnat.empty() || !o.expect_verdict.empty() || !o.expect_masquerade.empty();
+  if (!asserted) return kExitOk;
+  std::sort(failed.begin(), failed.end());
+  failed.erase(std::unique(failed.begin(), failed.end()), failed.end());
+  for (const auto& f : failed) std::fprintf(stderr, "kpc trace: expectation not met: %s\n", f.c_str());
+  return failed.empty() ? kExitOk : kExitDifferent;
 }
 
 }  // namespace
@@ -305,6 +338,12 @@ void add_trace(CLI::App& app, int& exit_code) {
   add_flavor_option(cmd, o->flavor, "legacy or nft (how RULES is loaded)");
   add_format_option(cmd, o->format);
   cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")->capture_default_str();
+  cmd->add_option("--expect-dnat", o->expect_dnat,
+                  "assert the set of DNAT destinations (IP:PORT, [IPv6]:PORT; repeat or list): exit 1 otherwise");
+  cmd->add_option("--expect-verdict", o->expect_verdict, "assert every outcome's verdict: exit 1 otherwise")
+      ->check(CLI::IsMember({"ACCEPT", "DROP", "REJECT"}));
+  cmd->add_option("--expect-masquerade", o->expect_masquerade, "assert masquerading of every outcome: exit 1 otherwise")
+      ->check(CLI::IsMember({"yes", "no"}));
   add_max_input_size_option(cmd, o->max_input_size);
   cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
                 "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");
