@@ -54,7 +54,7 @@ std::string service_summary(const sym::CompareResult& p) {
         if (!o.empty()) o += "; ";
         char pct[32];
         std::snprintf(pct, sizeof pct, "%.1f%%", x.probability.to_double() * 100);
-        o += std::string(pct) + " " + sym::format_share(x).substr(sym::format_share(x).find(' ') + 1);
+        o += std::string(pct) + " " + sym::format_outcome(x);
       }
       return o;
     };
@@ -142,8 +142,7 @@ std::string drift_markdown(const DriftReport& r, const DriftReportContext& c) {
       if (!o.empty()) o += "<br>";
       char pct[32];
       std::snprintf(pct, sizeof pct, "%.1f%% ", x.probability.to_double() * 100);
-      std::string f = sym::format_share(x);
-      o += pct + f.substr(f.find(' ') + 1);
+      o += pct + sym::format_outcome(x);
     }
     for (auto& ch : o)
       if (ch == '|') ch = '/';

@@ -48,8 +48,8 @@ TEST(DiffCli, RetargetedEndpointIsReportedWithWitnessAndService) {
   EXPECT_NE(r.out.find("ns/a:http"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("witness: tcp "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("-> 10.96.0.1:80"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("old: p=1/2 ACCEPT(forward) DNAT 10.1.0.2:80"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("new: p=1/2 ACCEPT(forward) DNAT 10.1.0.3:80"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("old: p=50.0% (1/2) ACCEPT(forward) DNAT 10.1.0.2:80"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("new: p=50.0% (1/2) ACCEPT(forward) DNAT 10.1.0.3:80"), std::string::npos) << r.out;
   auto j = run({bin_path("kpc"), "diff", "--format", "json", dir + "/a.restore", dir + "/b.restore"});
   EXPECT_EQ(j.exit_code, 1);
   auto doc = nlohmann::json::parse(j.out);
@@ -116,7 +116,7 @@ TEST(VerifyCli, NotEquivalentPartialGetsAWitness) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("verdict: not equivalent"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("witness: tcp "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("partial: p=1/2 ACCEPT(forward) DNAT 10.1.0.4:80"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("partial: p=50.0% (1/2) ACCEPT(forward) DNAT 10.1.0.4:80"), std::string::npos) << r.out;
   // A partial that differs only in a comment: equivalent (exit 0 with --allow-equivalent).
   write_file(dir + "/partial2.restore", "*nat\n:KUBE-SEP-2 - [0:0]\n-A KUBE-SEP-2 -p tcp -m comment --comment x -m tcp "
                                         "-j DNAT --to-destination 10.1.0.3:80\nCOMMIT\n");

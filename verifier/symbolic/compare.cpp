@@ -343,8 +343,17 @@ bool same_outcomes(const std::vector<OutcomeShare>& a, const std::vector<Outcome
   return same_decided(a, b);
 }
 
-std::string format_share(const OutcomeShare& s) {
-  std::string out = "p=" + s.probability.fraction() + " " + trace::verdict_name(s.verdict);
+std::string format_probability(const Probability& p) {
+  if (p.is_one()) return "1";
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.1f%%", p.to_double() * 100);
+  return std::string(pct) + " (" + p.fraction() + ")";
+}
+
+std::string format_share(const OutcomeShare& s) { return "p=" + format_probability(s.probability) + " " + format_outcome(s); }
+
+std::string format_outcome(const OutcomeShare& s) {
+  std::string out = trace::verdict_name(s.verdict);
   if (!s.route.empty()) out += "(" + s.route + ")";
   if (!s.dnat.empty()) out += " DNAT " + s.dnat;
   if (s.masquerade) out += " masquerade";

@@ -62,7 +62,9 @@ struct OutcomeShare {
   Probability probability;
   friend bool operator==(const OutcomeShare&, const OutcomeShare&) = default;
 };
-std::string format_share(const OutcomeShare& s);  ///< "p=1/3 ACCEPT(forward) DNAT 10.1.0.1:80 masq mark 0x4000"
+std::string format_share(const OutcomeShare& s);  ///< "p=33.3% (1/3) ACCEPT(forward) DNAT 10.1.0.1:80 masquerade mark 0x4000"
+std::string format_outcome(const OutcomeShare& s);  ///< the same without the probability
+std::string format_probability(const Probability& p);  ///< "33.3% (1431655765/4294967296)", or "1"
 
 struct Difference {
   Origin origin = Origin::Arriving;
