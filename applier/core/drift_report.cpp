@@ -135,25 +135,14 @@ std::string drift_markdown(const DriftReport& r, const DriftReportContext& c) {
   std::string s = "### kpc drift: " + std::string(r.drift() ? "the node differs from a full sync" : "no drift") + "\n\n";
   s += "`" + c.snapshot + "` against `" + c.state + "` (" + c.backend + ", " + c.flavor + ")\n\n";
   if (!r.drift()) return s;
-  s += "| Service | classes | example packet | on the node | after a full sync |\n|---|---|---|---|---|\n";
-  auto cell = [](const std::vector<sym::OutcomeShare>& v) {
-    std::string o;
-    for (const auto& x : v) {
-      if (!o.empty()) o += "<br>";
-      char pct[32];
-      std::snprintf(pct, sizeof pct, "%.1f%% ", x.probability.to_double() * 100);
-      o += pct + sym::format_outcome(x);
-    }
-    for (auto& ch : o)
-      if (ch == '|') ch = '/';
-    return o;
-  };
-  for (const auto& [svc, diffs] : sym::differences_by_service(r.packets))
-    s += "| " + svc + " | " + std::to_string(diffs.size()) + " | `" + diffs[0]->witness_text + "` | " +
-         cell(diffs[0]->before) + " | " + cell(diffs[0]->after) + " |\n";
+  sym::ReportOptions ro;
+  ro.before_name = "on the node";
+  ro.after_name = "after a full sync";
+  s += sym::diff_markdown(r.packets, ro);
   s += "\n<details><summary>" + std::to_string(r.chains.size()) + " chains, " + std::to_string(r.jumps.size()) +
        " jump rules</summary>\n\n```\n";
-  for (const auto& j : r.jumps) s += std::string("missing jump: ") + ir::table_name(j.table) + " -A " + j.chain + " " + j.rule + "\n";
+  for (const auto& j : r.jumps)
+    s += std::string("missing jump: ") + ir::table_name(j.table) + " -A " + j.chain + " " + j.rule + "\n";
   for (const auto& d : r.chains) {
     s += std::string(chain_drift_kind_name(d.kind)) + ": " + ir::table_name(d.table) + " " + d.chain + "\n";
     for (const auto& l : d.missing_rules) s += "  - " + l + "\n";

@@ -193,3 +193,23 @@ TEST(DiffSoundness, IdenticalUnknownsAreNotDifferences) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Issue 13, section 5: Markdown reports a reviewer can paste into a PR.
+TEST(Reports, MarkdownForDiffAndVerify) {
+  std::string changed = example_with_timeout("5");
+  auto d = run({bin_path("kpc"), "diff", "--format", "markdown", source_path("fixtures/example"), changed});
+  EXPECT_EQ(d.exit_code, 1) << d.err;
+  EXPECT_NE(d.out.find("| Service | classes | example packet | old | new |"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("| shop/cart | "), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("33.3% "), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("<details>"), std::string::npos);
+  auto v = run({bin_path("kpc"), "verify", changed, "--prior", source_path("fixtures/example"), "--format", "markdown"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(v.out, "### kpc verify: identical\n\n");
+}
+
+}  // namespace
+}  // namespace kpc::test

@@ -93,7 +93,10 @@ int run(const DiffOptions& o) {
   verifier::symbolic::ReportOptions ro;
   ro.before_name = "old";
   ro.after_name = "new";
-  std::string report = o.format == "json" ? verifier::symbolic::diff_json(r, ro) : verifier::symbolic::diff_text(r, ro);
+  std::string report = o.format == "json"       ? verifier::symbolic::diff_json(r, ro)
+                       : o.format == "markdown" ? "### kpc diff `" + lb + "` → `" + la + "`\n\n" +
+                                                      verifier::symbolic::diff_markdown(r, ro)
+                                                : verifier::symbolic::diff_text(r, ro);
   if (o.format == "text") {
     std::string head = "kpc diff " + lb + " -> " + la + " (" + o.backend + ", local addresses:";
     for (const auto& a : local) head += " " + a.str();
@@ -121,7 +124,9 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("new", o->new_input, "the new side")->required();
   add_backend_option(cmd, o->backend);
   add_flavor_option(cmd, o->flavor, "legacy or nft restore semantics for rule files");
-  add_format_option(cmd, o->format);
+  cmd->add_option("--format", o->format, "text, json or markdown (a PR-comment-sized table by service)")
+      ->check(CLI::IsMember({"text", "json", "markdown"}))
+      ->capture_default_str();
   add_ipsets_option(cmd, o->ipsets);
   cmd->add_option("--local-address", o->local_addresses,
                   "the node's addresses (default: the snapshots' node addresses, else one address no rule names)");

@@ -95,7 +95,9 @@ int run(const VerifyOptions& o) {
   if (!o.ipsets.empty()) vo.ipsets = &sets;
   auto r = verifier::verify(std::move(prior), o.next.empty() ? partial_file.view() : partial,
                             o.next.empty() ? full_file.view() : full, flavor, vo);
-  std::string report = o.format == "json" ? verifier::format_json(r) : verifier::format_text(r);
+  std::string report = o.format == "json"       ? verifier::format_json(r)
+                       : o.format == "markdown" ? verifier::format_markdown(r)
+                                                : verifier::format_text(r);
   std::fputs(report.c_str(), stdout);
   if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;
   if (r.behaviour && !r.behaviour->self_check_failures.empty()) return kExitInternal;
@@ -120,7 +122,9 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--full", opts->full, "the full restore program")->excludes(prior);
   add_backend_option(cmd, opts->backend);
   add_flavor_option(cmd, opts->flavor, "legacy or nft restore semantics");
-  add_format_option(cmd, opts->format);
+  cmd->add_option("--format", opts->format, "text, json or markdown (a PR-comment-sized report)")
+      ->check(CLI::IsMember({"text", "json", "markdown"}))
+      ->capture_default_str();
   add_ipsets_option(cmd, opts->ipsets);
   cmd->add_flag("--allow-equivalent", opts->allow_equivalent,
                 "exit 0 when the states differ but no packet is treated differently");

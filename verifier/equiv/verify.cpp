@@ -192,6 +192,30 @@ std::string format_text(const VerifyResult& r) {
   return out;
 }
 
+std::string format_markdown(const VerifyResult& r) {
+  std::string out = std::string("### kpc verify: ") + verdict_name(r.verdict) + "\n\n";
+  if (r.failure)
+    out += "The " + r.failing_program + " program fails at line " + std::to_string(r.failure->line) + ": `" +
+           r.failure->reason + "`\n\n";
+  if (!r.differences.empty()) {
+    out += "| table/chain | difference | reachable | services |\n|---|---|---|---|\n";
+    for (const auto& d : r.differences) {
+      std::string svcs;
+      for (size_t i = 0; i < d.services.size(); ++i) svcs += (i ? ", " : "") + d.services[i];
+      out += std::string("| ") + ir::table_name(d.table) + "/" + d.chain + " | " + d.kind + " | " +
+             (d.reachable ? "yes" : "no") + " | " + svcs + " |\n";
+    }
+    out += "\n";
+  }
+  if (r.behaviour) {
+    symbolic::ReportOptions ro;
+    ro.before_name = "full";
+    ro.after_name = "partial";
+    out += symbolic::diff_markdown(*r.behaviour, ro);
+  }
+  return out;
+}
+
 std::string format_json(const VerifyResult& r) {
   nlohmann::json j;
   j["verdict"] = verdict_name(r.verdict);

@@ -66,5 +66,7 @@ VerifyResult verify(RulesetState prior, std::string_view partial, std::string_vi
 /// Human-readable report (one line per difference) and a JSON rendering.
 std::string format_text(const VerifyResult& r);
 std::string format_json(const VerifyResult& r);
+/// A PR-comment-sized Markdown report (verdict, chains, the packet-level table by service).
+std::string format_markdown(const VerifyResult& r);
 
 }  // namespace kpc::verifier

@@ -154,4 +154,36 @@ nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOpti
   return j;
 }
 
+std::string diff_markdown(const CompareResult& r, const ReportOptions& o) {
+  std::string s;
+  if (r.equivalent()) return "No packet is treated differently.\n";
+  s += std::to_string(r.differing_classes) + " packet classes behave differently, " +
+       std::to_string(r.undecided_classes) + " undecided" + (r.sampled ? " (a sample of the destinations)" : "") +
+       ".\n\n";
+  s += std::string("| Service | classes | example packet | ") + o.before_name + " | " + o.after_name + " |\n";
+  s += "|---|---|---|---|---|\n";
+  auto cell = [](const std::vector<OutcomeShare>& v) {
+    std::string c;
+    for (const auto& x : v) {
+      if (!c.empty()) c += "<br>";
+      char pct[32];
+      std::snprintf(pct, sizeof pct, "%.1f%% ", x.probability.to_double() * 100);
+      c += pct + format_outcome(x);
+    }
+    for (auto& ch : c)
+      if (ch == '|') ch = '/';
+    return c;
+  };
+  for (const auto& [svc, diffs] : by_service(r)) {
+    size_t undecided = 0;
+    for (const auto* d : diffs) undecided += d->undecided;
+    s += "| " + svc + " | " + std::to_string(diffs.size()) + (undecided ? " (" + std::to_string(undecided) + " undecided)" : "") +
+         " | `" + diffs[0]->witness_text + "` | " + cell(diffs[0]->before) + " | " + cell(diffs[0]->after) + " |\n";
+  }
+  ReportOptions text = o;
+  text.paths = false;
+  s += "\n<details><summary>every class</summary>\n\n```\n" + diff_text(r, text) + "```\n</details>\n";
+  return s;
+}
+
 }  // namespace kpc::verifier::symbolic

@@ -22,6 +22,9 @@ struct ReportOptions {
 std::string diff_text(const CompareResult& r, const ReportOptions& o = {});
 std::string diff_json(const CompareResult& r, const ReportOptions& o = {});
 nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOptions& o = {});
+/// A PR-comment-sized Markdown report: a table by service (classes, an example packet, its
+/// outcomes before and after with percentages), the text report in a collapsible block.
+std::string diff_markdown(const CompareResult& r, const ReportOptions& o = {});
 /// The differences grouped by the first service each is filed under, in order of appearance.
 std::vector<std::pair<std::string, std::vector<const Difference*>>> differences_by_service(const CompareResult& r);
 
