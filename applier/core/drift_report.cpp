@@ -31,7 +31,7 @@ std::string header(const DriftReport& r, const DriftReportContext& c) {
 
 // "shop/cart: 4 packet classes treated differently (e.g. tcp ... -> 10.96.30.30:9000: on the node ACCEPT, a full
 // sync: DNAT 10.244.1.30:9000 33.3%)"
-std::string service_summary(const sym::CompareResult& p) {
+std::string drift_service_summary(const sym::CompareResult& p) {
   std::string s;
   if (p.differing_classes == 0 && p.undecided_classes == 0)
     return p.sampled ? "no packet of the sampled destinations is treated differently\n"
@@ -69,7 +69,7 @@ std::string service_summary(const sym::CompareResult& p) {
 std::string drift_text(const DriftReport& r, const DriftReportContext& c) {
   std::string s = header(r, c);
   if (!r.drift()) return s;
-  s += "\nServices:\n" + service_summary(r.packets);
+  s += "\nServices:\n" + drift_service_summary(r.packets);
   if (!r.jumps.empty()) {
     s += "\nkube-proxy's jump rules missing from the built-in chains:\n";
     for (const auto& j : r.jumps)

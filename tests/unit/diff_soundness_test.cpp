@@ -213,3 +213,27 @@ TEST(Reports, MarkdownForDiffAndVerify) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Issue 13, section 5: diff starts with what changed for each Service, in words.
+TEST(Reports, DiffSummarisesEachServiceInWords) {
+  std::string dir = temp_dir("summary");
+  std::filesystem::copy(source_path("fixtures/example"), dir + "/next", std::filesystem::copy_options::recursive);
+  std::filesystem::remove_all(dir + "/next/expected");
+  std::string slices = read_file(dir + "/next/endpointslices.json");
+  const std::string anchor = "{\"addresses\": [\"10.244.1.5\"]";
+  size_t p = slices.find(anchor);
+  ASSERT_NE(p, std::string::npos);
+  slices.insert(p, "{\"addresses\": [\"10.244.1.9\"], \"conditions\": {\"ready\": true}, \"nodeName\": \"node-a\"},\n        ");
+  write_file(dir + "/next/endpointslices.json", slices);
+  auto r = run({bin_path("kpc"), "diff", source_path("fixtures/example"), dir + "/next"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("shop/web:http ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("endpoint added 10.244.1.9:8080; shares 50.0% 50.0% -> 33.3% 33.3% 33.3%"), std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace kpc::test

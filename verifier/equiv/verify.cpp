@@ -171,6 +171,12 @@ std::string format_text(const VerifyResult& r) {
     out += "packets: " + std::to_string(b.differing_classes) + " classes treated differently, " +
            std::to_string(b.undecided_classes) + " undecided (" + b.narrowing + "; " +
            std::to_string(b.classes_compared) + " start classes compared)\n";
+    if (!b.differences.empty()) {
+      symbolic::ReportOptions ro;
+      ro.before_name = "full";
+      ro.after_name = "partial";
+      out += symbolic::service_summary(b, ro);
+    }
     size_t shown = 0;
     for (const auto& d : b.differences) {
       if (++shown > 10) {

@@ -1,5 +1,6 @@
 #include "verifier/symbolic/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -84,6 +85,76 @@ nlohmann::ordered_json difference_json(const Difference& d, const char* before_n
   return j;
 }
 
+namespace {
+
+// "shop/web:http (12 classes): endpoint added 10.244.1.9:8080; shares 50.0% 50.0% -> 33.3% 33.3% 33.3%"
+// — what changed for a Service, in words, from the outcomes of its first decided class (undecided ones
+// are only counted).
+std::string summary_line(const std::string& svc, const std::vector<const Difference*>& diffs, const ReportOptions& o) {
+  size_t undecided = 0;
+  const Difference* first = nullptr;
+  for (const auto* d : diffs) {
+    undecided += d->undecided;
+    if (!first && !d->undecided) first = d;
+  }
+  std::string line = "  " + svc + " (" + std::to_string(diffs.size() - undecided) + " classes" +
+                     (undecided ? ", " + std::to_string(undecided) + " undecided" : "") + ")";
+  if (!first) return line + ": cannot be decided (see below)\n";
+  auto dnats = [](const std::vector<OutcomeShare>& v) {
+    std::vector<std::string> out;
+    for (const auto& x : v)
+      if (!x.dnat.empty() && std::find(out.begin(), out.end(), x.dnat) == out.end()) out.push_back(x.dnat);
+    return out;
+  };
+  auto shares = [](const std::vector<OutcomeShare>& v) {
+    std::string t;
+    for (const auto& x : v) {
+      char b[16];
+      std::snprintf(b, sizeof b, "%.1f%%", x.probability.to_double() * 100);
+      t += (t.empty() ? "" : " ") + std::string(b);
+    }
+    return t;
+  };
+  auto verdicts = [](const std::vector<OutcomeShare>& v) {
+    std::string t;
+    for (const auto& x : v)
+      if (t.find(trace::verdict_name(x.verdict)) == std::string::npos)
+        t += (t.empty() ? "" : "/") + std::string(trace::verdict_name(x.verdict));
+    return t;
+  };
+  auto masq = [](const std::vector<OutcomeShare>& v) {
+    bool any = false, all = true;
+    for (const auto& x : v) any |= x.masquerade, all &= x.masquerade;
+    return all ? std::string("yes") : any ? std::string("partly") : std::string("no");
+  };
+  std::vector<std::string> parts;
+  auto b = dnats(first->before), a = dnats(first->after);
+  for (const auto& x : a)
+    if (std::find(b.begin(), b.end(), x) == b.end()) parts.push_back("endpoint added " + x);
+  for (const auto& x : b)
+    if (std::find(a.begin(), a.end(), x) == a.end()) parts.push_back("endpoint removed " + x);
+  if (verdicts(first->before) != verdicts(first->after))
+    parts.push_back("verdict " + verdicts(first->before) + " -> " + verdicts(first->after));
+  if (shares(first->before) != shares(first->after))
+    parts.push_back("shares " + shares(first->before) + " -> " + shares(first->after));
+  if (masq(first->before) != masq(first->after))
+    parts.push_back("masquerade " + masq(first->before) + " -> " + masq(first->after));
+  std::string ab = first->before.empty() ? "" : first->before[0].affinity, aa = first->after.empty() ? "" : first->after[0].affinity;
+  if (ab != aa) parts.push_back("affinity changed");
+  if (parts.empty()) parts.push_back("outcomes differ (" + std::string(o.before_name) + " vs " + o.after_name + " below)");
+  line += ":";
+  for (size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : " ") + parts[i];
+  return line + "\n";
+}
+
+}  // namespace
+
+std::string service_summary(const CompareResult& r, const ReportOptions& o) {
+  std::string out = "by Service, for the first class of each:\n";
+  for (const auto& [svc, diffs] : by_service(r)) out += summary_line(svc, diffs, o);
+  return out;
+}
+
 std::string diff_text(const CompareResult& r, const ReportOptions& o) {
   std::string out;
   if (r.equivalent()) {
@@ -102,6 +173,7 @@ std::string diff_text(const CompareResult& r, const ReportOptions& o) {
   if (r.differences.size() < r.differing_classes + r.undecided_classes)
     out += "(showing the first " + std::to_string(r.differences.size()) + ")\n";
   if (r.sampled) out += "(a sample of the destinations: classes of the others are not listed)\n";
+  out += "\n" + service_summary(r, o);
   for (const auto& [svc, diffs] : groups) {
     out += "\n" + svc + ": " + std::to_string(diffs.size()) + (diffs.size() == 1 ? " class\n" : " classes\n");
     size_t n = 0;

@@ -20,6 +20,9 @@ struct ReportOptions {
   bool paths = true;           ///< the most likely path on each side, first class of each service (text)
 };
 std::string diff_text(const CompareResult& r, const ReportOptions& o = {});
+/// What changed for each Service, in words (endpoints added/removed, shares before -> after, verdict,
+/// masquerading, affinity), from its first decided class; the start of diff_text.
+std::string service_summary(const CompareResult& r, const ReportOptions& o = {});
 std::string diff_json(const CompareResult& r, const ReportOptions& o = {});
 nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOptions& o = {});
 /// A PR-comment-sized Markdown report: a table by service (classes, an example packet, its
