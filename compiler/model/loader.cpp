@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "compiler/model/decode.h"
+#include "compiler/model/names.h"
 #include "compiler/support/input.h"
 #include "compiler/support/text.h"
 
@@ -225,11 +226,39 @@ bool load_registered(const std::vector<uint32_t>& files, const LoadOptions& opts
     for (const auto& d : docs) builder.document(d);
   }
   builder.finish();
+  // Only on a valid snapshot: a Node that failed to decode would make a good name look unknown.
+  if (!opts.node_name.empty() && !diags.has_errors()) select_node(out, opts.node_name, sm, diags);
   diags.sort_and_dedup();
   return !diags.has_errors();
 }
 
 }  // namespace
+
+bool select_node(Snapshot* snap, const std::string& given, const SourceManager& sm, DiagSink& diags) {
+  std::string name = to_lower(trim(given));  // as kube-proxy treats --hostname-override
+  if (auto err = check_dns1123_subdomain(name)) {
+    diags.report(DiagCode::InvalidName, {}, "", "", "--node \"" + printable_capped(given, 253) + "\": " + *err);
+    return false;
+  }
+  if (snap->nodes.empty() || snap->find_node(name)) {
+    snap->config.hostname_override = name;
+    return true;
+  }
+  // Sorted by name already (finish()); a long list is cut, every name is still findable with kubectl.
+  constexpr size_t kListed = 20;
+  std::string names;
+  for (size_t i = 0; i < snap->nodes.size() && i < kListed; ++i)
+    names += (i ? ", " : "") + snap->nodes[i].meta.name;
+  if (snap->nodes.size() > kListed) names += ", ... (" + std::to_string(snap->nodes.size() - kListed) + " more)";
+  Diagnostic d{DiagCode::NodeUnknown, {}, "", "",
+               "--node \"" + printable(name.substr(0, 253)) + "\": the snapshot has no such Node; its " +
+                   std::to_string(snap->nodes.size()) + " Node" + (snap->nodes.size() == 1 ? "" : "s") + ": " + names,
+               {}};
+  for (size_t i = 0; i < snap->nodes.size() && i < kListed; ++i)
+    d.notes.push_back("Node " + snap->nodes[i].meta.name + " is at " + where(sm, snap->nodes[i].meta.pos));
+  diags.report(std::move(d));
+  return false;
+}
 
 std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, DiagSink& diags) {
   std::vector<std::string> out;

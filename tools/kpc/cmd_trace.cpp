@@ -38,6 +38,7 @@ struct TraceCliOptions {
   bool kube_proxy_test = false;
   size_t max_outcomes = 100000;
   uint64_t max_input_size = kDefaultMaxInputSize;
+  std::string node;  ///< --node: when RULES is a snapshot
 };
 
 int bad(const std::string& msg) {
@@ -198,6 +199,7 @@ int run(const TraceCliOptions& o) {
   ri.backend_given = o.backend_given;
   ri.flavor = flavor;
   ri.max_input_size = o.max_input_size;
+  ri.node = o.node;
   std::vector<IPAddr> node_addresses;
   if (!read_rule_input(input, ri, &state, &node_addresses)) return kExitError;
   std::vector<std::string> notes;
@@ -306,6 +308,7 @@ void add_trace(CLI::App& app, int& exit_code) {
   add_format_option(cmd, o->format);
   cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")->capture_default_str();
   add_max_input_size_option(cmd, o->max_input_size);
+  add_node_option(cmd, o->node, " (when RULES is a snapshot)");
   cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
                 "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");
   cmd->callback([cmd, o, &exit_code] {

@@ -14,6 +14,7 @@ struct ValidateOptions {
   bool verbose = false;
   bool quiet = false;
   uint64_t max_input_size = kDefaultMaxInputSize;
+  std::string node;  ///< --node
 };
 
 std::string summary(const Snapshot& s) {
@@ -33,6 +34,7 @@ int run(const ValidateOptions& o) {
   Snapshot snap;
   LoadOptions lo;
   lo.max_input_size = o.max_input_size;
+  lo.node_name = o.node;
   bool ok = load_snapshot(o.inputs, lo, sm, &snap, diags);
   std::fputs(diags.render(sm).c_str(), stderr);
   if (!ok) {
@@ -55,6 +57,7 @@ void add_validate(CLI::App& app, int& exit_code) {
   cmd->add_flag("-v,--verbose", opts->verbose, "also count the objects of kinds kpc skips");
   cmd->add_flag("-q,--quiet", opts->quiet, "print nothing on success");
   add_max_input_size_option(cmd, opts->max_input_size);
+  add_node_option(cmd, opts->node);
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 
