@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "compiler/model/decode.h"
@@ -32,9 +33,68 @@ std::string where(const SourceManager& sm, Pos p) {
   return sm.name(p.file) + ":" + std::to_string(p.line) + ":" + std::to_string(p.col);
 }
 
+// kubeadm keeps kube-proxy's configuration in this ConfigMap, under this key.
+constexpr const char* kKubeProxyConfigMapNs = "kube-system";
+constexpr const char* kKubeProxyConfigMapName = "kube-proxy";
+constexpr const char* kKubeProxyConfigKey = "config.conf";
+
+void remap_positions(DocNode& n, uint32_t from_file, uint32_t to_file, uint32_t line_offset, uint32_t col_offset) {
+  auto fix = [&](Pos& p) {
+    if (p.file != from_file) return;
+    p = Pos{to_file, p.line + line_offset, p.col + col_offset};
+  };
+  fix(n.pos);
+  for (auto& k : n.keys) fix(k.pos);
+  for (auto& item : n.items) remap_positions(item, from_file, to_file, line_offset, col_offset);
+}
+
+// Where a literal block scalar's text (`config.conf: |`) sits in its file: the line before its
+// first line and its indentation, when every line of `text` is in the file verbatim at that
+// indentation (so a position inside the text maps to one in the file); nullopt otherwise
+// (folded or quoted scalars, JSON strings with escapes).
+std::optional<std::pair<uint32_t, uint32_t>> block_scalar_origin(const SourceManager& sm, Pos at,
+                                                                 std::string_view text) {
+  if (!at.known()) return std::nullopt;
+  const std::string& file = sm.text(at.file);
+  std::vector<std::string_view> lines;
+  for (size_t i = 0, e; i < file.size(); i = e + 1) {
+    e = file.find('\n', i);
+    if (e == std::string::npos) e = file.size();
+    lines.emplace_back(file.data() + i, e - i);
+  }
+  if (at.line == 0 || at.line > lines.size()) return std::nullopt;
+  std::string_view head = lines[at.line - 1];
+  if (at.col == 0 || at.col > head.size() || head[at.col - 1] != '|') return std::nullopt;
+  std::vector<std::string_view> body;
+  for (size_t i = 0, e; i < text.size(); i = e + 1) {
+    e = text.find('\n', i);
+    if (e == std::string::npos) e = text.size();
+    body.emplace_back(text.data() + i, e - i);
+  }
+  size_t indent = std::string::npos;
+  for (size_t k = 0; k < body.size() && at.line + k < lines.size(); ++k)
+    if (!body[k].empty()) {
+      std::string_view l = lines[at.line + k];
+      indent = l.find_first_not_of(' ');
+      break;
+    }
+  if (indent == std::string::npos) return std::nullopt;
+  for (size_t k = 0; k < body.size(); ++k) {
+    if (at.line + k >= lines.size()) return std::nullopt;
+    std::string_view l = lines[at.line + k];
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (body[k].empty() ? l.find_first_not_of(' ') != std::string_view::npos
+                        : (l.size() < indent || l.substr(indent) != body[k] ||
+                           l.substr(0, indent).find_first_not_of(' ') != std::string_view::npos))
+      return std::nullopt;
+  }
+  return std::pair<uint32_t, uint32_t>{at.line, static_cast<uint32_t>(indent)};
+}
+
 class SnapshotBuilder {
  public:
-  SnapshotBuilder(const SourceManager& sm, Snapshot* out, DiagSink& diags) : sm_(sm), out_(out), diags_(diags) {}
+  SnapshotBuilder(SourceManager& sm, const ReadLimits& limits, Snapshot* out, DiagSink& diags)
+      : sm_(sm), limits_(limits), out_(out), diags_(diags) {}
 
   void document(const DocNode& doc) {
     ++out_->documents;
@@ -101,6 +161,10 @@ class SnapshotBuilder {
   }
 
   void object(const DocNode& obj, const std::string& kind, const std::string& api) {
+    if (kind == "ConfigMap" && api == "v1" && is_kube_proxy_config_map(obj)) {
+      kube_proxy_config_map(obj);
+      return;
+    }
     const KindInfo* info = nullptr;
     for (const auto& k : kKinds)
       if (kind == k.kind) info = &k;
@@ -131,6 +195,63 @@ class SnapshotBuilder {
       NodeEnvironment e;
       if (decode_node_environment(obj, &e, diags_)) out_->env = std::move(e);
     }
+  }
+
+  static bool is_kube_proxy_config_map(const DocNode& obj) {
+    const DocNode* meta = obj.get("metadata");
+    const DocNode* name = meta ? meta->get("name") : nullptr;
+    const DocNode* ns = meta ? meta->get("namespace") : nullptr;
+    return name && ns && name->kind == DocNode::Kind::String && ns->kind == DocNode::Kind::String &&
+           name->text == kKubeProxyConfigMapName && ns->text == kKubeProxyConfigMapNs;
+  }
+
+  // kubeadm's ConfigMap kube-system/kube-proxy: its `config.conf` is read as if it were a
+  // KubeProxyConfiguration document of the snapshot, located inside the ConfigMap's text when
+  // it is a literal block scalar (else in a file named after the key's position).
+  void kube_proxy_config_map(const DocNode& obj) {
+    const std::string object = std::string("ConfigMap ") + kKubeProxyConfigMapNs + "/" + kKubeProxyConfigMapName;
+    const std::string path = std::string("data.") + kKubeProxyConfigKey;
+    const DocNode* data = obj.get("data");
+    const DocNode* conf = data && data->is_map() ? data->get(kKubeProxyConfigKey) : nullptr;
+    if (!conf) {
+      ++out_->skipped_kinds["ConfigMap"];
+      diags_.report(DiagCode::WarnIgnoredValue, obj.pos, object, "data",
+                    std::string("no `") + kKubeProxyConfigKey + "` key: kubeadm's kube-proxy configuration is not here");
+      return;
+    }
+    if (conf->kind != DocNode::Kind::String) {
+      diags_.report(DiagCode::WrongType, conf->pos, object, path,
+                    std::string("expected a string (a KubeProxyConfiguration document), got ") + kind_name(conf->kind));
+      return;
+    }
+    std::string origin = where(sm_, conf->pos);
+    uint32_t inner = sm_.add(origin + " (" + object + " " + path + ")", conf->text);
+    std::vector<DocNode> docs;
+    DiagSink inner_diags;
+    bool parsed = read_yaml(sm_, inner, limits_, &docs, inner_diags);
+    auto mapped = block_scalar_origin(sm_, conf->pos, conf->text);
+    if (mapped) {
+      // Line l, column c of the text is line origin + l, column indent + c of the file.
+      for (auto& d : docs) remap_positions(d, inner, conf->pos.file, mapped->first, mapped->second);
+      for (const auto& d : inner_diags.all()) {
+        Diagnostic copy = d;
+        if (copy.pos.file == inner)
+          copy.pos = Pos{conf->pos.file, copy.pos.line + mapped->first, copy.pos.col + mapped->second};
+        diags_.report(std::move(copy));
+      }
+    } else {
+      for (const auto& d : inner_diags.all()) diags_.report(d);
+    }
+    if (!parsed) return;
+    const DocNode* kind = docs.size() == 1 && docs[0].is_map() ? docs[0].get("kind") : nullptr;
+    const DocNode* api = docs.size() == 1 && docs[0].is_map() ? docs[0].get("apiVersion") : nullptr;
+    if (!kind || kind->kind != DocNode::Kind::String || kind->text != "KubeProxyConfiguration" || !api ||
+        api->kind != DocNode::Kind::String) {
+      diags_.report(DiagCode::InvalidConfig, conf->pos, object, path,
+                    "expected one KubeProxyConfiguration document (with apiVersion and kind), as kubeadm writes it");
+      return;
+    }
+    this->object(docs[0], kind->text, api->text);
   }
 
   void single(const DocNode& obj, const std::string& kind, bool present, Pos first) {
@@ -185,7 +306,8 @@ class SnapshotBuilder {
     }
   }
 
-  const SourceManager& sm_;
+  SourceManager& sm_;
+  const ReadLimits& limits_;
   Snapshot* out_;
   DiagSink& diags_;
 };
@@ -219,7 +341,7 @@ bool parse_file(const SourceManager& sm, uint32_t file, const LoadOptions& opts,
 
 bool load_registered(const std::vector<uint32_t>& files, const LoadOptions& opts, SourceManager& sm, Snapshot* out,
                      DiagSink& diags) {
-  SnapshotBuilder builder(sm, out, diags);
+  SnapshotBuilder builder(sm, opts.limits, out, diags);
   for (uint32_t f : files) {
     std::vector<DocNode> docs;
     if (!parse_file(sm, f, opts, &docs, diags)) continue;
