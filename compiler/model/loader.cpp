@@ -139,6 +139,7 @@ class SnapshotBuilder {
     check_duplicates(out_->slices, "EndpointSlice");
     check_duplicates(out_->nodes, "Node");
     check_service_conflicts();
+    check_endpoint_use();
   }
 
  private:
@@ -272,6 +273,86 @@ class SnapshotBuilder {
                    "defined more than once", {}};
       d.notes.push_back("also defined at " + where(sm_, objs[i - 1].meta.pos));
       diags_.report(std::move(d));
+    }
+  }
+
+  // Objects kube-proxy reads past without a word: each is a warning naming it, so that nothing
+  // in a snapshot is dropped silently (docs/snapshot.md, "What kube-proxy ignores").
+  static bool ignored_by_labels(const ObjectMeta& m) {
+    return m.labels.count("service.kubernetes.io/service-proxy-name") || m.labels.count("service.kubernetes.io/headless");
+  }
+
+  void check_endpoint_use() {
+    std::map<std::pair<std::string_view, std::string_view>, const Service*> by_name;
+    for (const auto& s : out_->services) {
+      by_name[{s.meta.ns, s.meta.name}] = &s;
+      if (ignored_by_labels(s.meta) || s.headless || !s.cluster_ips.empty() ||
+          s.effective_type() == ServiceType::ExternalName)
+        continue;
+      diags_.report(DiagCode::WarnNoClusterIP, s.meta.pos, "Service " + s.meta.key(), "spec.clusterIP",
+                    "the Service has no clusterIP: kube-proxy writes no rules for it");
+    }
+    std::map<const Service*, std::vector<const EndpointSlice*>> slices_of;
+    for (const auto& sl : out_->slices) {
+      std::string object = "EndpointSlice " + sl.meta.key();
+      if (ignored_by_labels(sl.meta)) continue;
+      if (sl.address_type == AddressType::FQDN) {
+        Pos at = sl.meta.fields.at("addressType");
+        diags_.report(DiagCode::WarnSliceIgnored, at.known() ? at : sl.meta.pos, object, "addressType",
+                      "an FQDN slice: kube-proxy uses only IPv4 and IPv6 slices, its endpoints are not used");
+        continue;
+      }
+      const std::string& service = sl.service_name();
+      if (service.empty()) {
+        diags_.report(DiagCode::WarnSliceIgnored, sl.meta.pos, object, "metadata.labels",
+                      "no kubernetes.io/service-name label: kube-proxy ignores the slice, its endpoints are not used");
+        continue;
+      }
+      auto it = by_name.find({sl.meta.ns, service});
+      if (it == by_name.end()) {
+        diags_.report(DiagCode::WarnSliceIgnored, sl.meta.pos, object, "metadata.labels",
+                      "kubernetes.io/service-name names Service " + sl.meta.ns + "/" + service +
+                          ", which the snapshot does not have: its endpoints are not used");
+        continue;
+      }
+      const Service& svc = *it->second;
+      if (ignored_by_labels(svc.meta)) continue;
+      slices_of[&svc].push_back(&sl);
+      for (size_t i = 0; i < sl.ports.size(); ++i) {
+        const EndpointPort& p = sl.ports[i];
+        std::string why;
+        if (!p.name)
+          why = "has no `name`: kube-proxy ignores it (the port of an unnamed Service port is `name: \"\"`)";
+        else if (!p.protocol)
+          why = "has no `protocol`: kube-proxy ignores it";
+        else if (!p.port || *p.port == 0)
+          why = "has no port number: kube-proxy ignores it";
+        else if (std::none_of(svc.ports.begin(), svc.ports.end(), [&](const ServicePort& sp) {
+                   return sp.name == *p.name && sp.protocol == *p.protocol;
+                 }))
+          why = "\"" + *p.name + "\"/" + protocol_name(*p.protocol) + " is no port of Service " + svc.meta.key() +
+                ": its endpoints are not used";
+        else
+          continue;
+        diags_.report(DiagCode::WarnSlicePortUnmatched, p.pos.known() ? p.pos : sl.meta.pos, object,
+                      "ports[" + std::to_string(i) + "]", "port " + why);
+      }
+    }
+    for (const auto& [svc, slices] : slices_of) {
+      // Slices without ports (the controller's placeholder for a Service without endpoints) say nothing.
+      bool any_ports = std::any_of(slices.begin(), slices.end(), [](const EndpointSlice* sl) { return !sl->ports.empty(); });
+      if (!any_ports) continue;
+      for (size_t j = 0; j < svc->ports.size(); ++j) {
+        const ServicePort& sp = svc->ports[j];
+        bool found = false;
+        for (const EndpointSlice* sl : slices)
+          for (const auto& p : sl->ports) found |= p.name && *p.name == sp.name && p.protocol == sp.protocol;
+        if (found) continue;
+        diags_.report(DiagCode::WarnServicePortUnmatched, sp.pos.known() ? sp.pos : svc->meta.pos,
+                      "Service " + svc->meta.key(), "spec.ports[" + std::to_string(j) + "]",
+                      "no EndpointSlice port of this Service is named \"" + sp.name + "\" with protocol " +
+                          protocol_name(sp.protocol) + ": the port gets no endpoints (kube-proxy rejects its traffic)");
+      }
     }
   }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "compiler/model/loader.h"
+#include "compiler/proxy/service_ports.h"
 #include "tools/kpc/commands.h"
 
 namespace kpc::cli {
@@ -17,11 +18,14 @@ struct ValidateOptions {
   std::string node;  ///< --node
 };
 
+// Endpoints are counted as the compiler uses them: per Service port, merged from the slices
+// kube-proxy reads (FQDN, orphan and unlabelled slices, and slice ports that match no Service
+// port, are not: see the W0005-W0007 warnings).
 std::string summary(const Snapshot& s) {
-  size_t endpoints = 0;
-  for (const auto& sl : s.slices) endpoints += sl.endpoints.size();
+  size_t v4 = proxy::count_service_endpoints(s, IPFamily::V4), v6 = proxy::count_service_endpoints(s, IPFamily::V6);
   std::string out = std::to_string(s.services.size()) + " Services, " + std::to_string(s.slices.size()) +
-                    " EndpointSlices (" + std::to_string(endpoints) + " endpoints), " +
+                    " EndpointSlices (" + std::to_string(v4 + v6) + " endpoints of Service ports: " +
+                    std::to_string(v4) + " IPv4, " + std::to_string(v6) + " IPv6), " +
                     std::to_string(s.nodes.size()) + " Nodes";
   if (s.config.present) out += ", KubeProxyConfiguration";
   if (s.env.present) out += ", NodeEnvironment";
