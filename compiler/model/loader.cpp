@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "compiler/model/decode.h"
+#include "compiler/model/names.h"
 #include "compiler/support/input.h"
 #include "compiler/support/text.h"
 
@@ -31,9 +33,68 @@ std::string where(const SourceManager& sm, Pos p) {
   return sm.name(p.file) + ":" + std::to_string(p.line) + ":" + std::to_string(p.col);
 }
 
+// kubeadm keeps kube-proxy's configuration in this ConfigMap, under this key.
+constexpr const char* kKubeProxyConfigMapNs = "kube-system";
+constexpr const char* kKubeProxyConfigMapName = "kube-proxy";
+constexpr const char* kKubeProxyConfigKey = "config.conf";
+
+void remap_positions(DocNode& n, uint32_t from_file, uint32_t to_file, uint32_t line_offset, uint32_t col_offset) {
+  auto fix = [&](Pos& p) {
+    if (p.file != from_file) return;
+    p = Pos{to_file, p.line + line_offset, p.col + col_offset};
+  };
+  fix(n.pos);
+  for (auto& k : n.keys) fix(k.pos);
+  for (auto& item : n.items) remap_positions(item, from_file, to_file, line_offset, col_offset);
+}
+
+// Where a literal block scalar's text (`config.conf: |`) sits in its file: the line before its
+// first line and its indentation, when every line of `text` is in the file verbatim at that
+// indentation (so a position inside the text maps to one in the file); nullopt otherwise
+// (folded or quoted scalars, JSON strings with escapes).
+std::optional<std::pair<uint32_t, uint32_t>> block_scalar_origin(const SourceManager& sm, Pos at,
+                                                                 std::string_view text) {
+  if (!at.known()) return std::nullopt;
+  const std::string& file = sm.text(at.file);
+  std::vector<std::string_view> lines;
+  for (size_t i = 0, e; i < file.size(); i = e + 1) {
+    e = file.find('\n', i);
+    if (e == std::string::npos) e = file.size();
+    lines.emplace_back(file.data() + i, e - i);
+  }
+  if (at.line == 0 || at.line > lines.size()) return std::nullopt;
+  std::string_view head = lines[at.line - 1];
+  if (at.col == 0 || at.col > head.size() || head[at.col - 1] != '|') return std::nullopt;
+  std::vector<std::string_view> body;
+  for (size_t i = 0, e; i < text.size(); i = e + 1) {
+    e = text.find('\n', i);
+    if (e == std::string::npos) e = text.size();
+    body.emplace_back(text.data() + i, e - i);
+  }
+  size_t indent = std::string::npos;
+  for (size_t k = 0; k < body.size() && at.line + k < lines.size(); ++k)
+    if (!body[k].empty()) {
+      std::string_view l = lines[at.line + k];
+      indent = l.find_first_not_of(' ');
+      break;
+    }
+  if (indent == std::string::npos) return std::nullopt;
+  for (size_t k = 0; k < body.size(); ++k) {
+    if (at.line + k >= lines.size()) return std::nullopt;
+    std::string_view l = lines[at.line + k];
+    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (body[k].empty() ? l.find_first_not_of(' ') != std::string_view::npos
+                        : (l.size() < indent || l.substr(indent) != body[k] ||
+                           l.substr(0, indent).find_first_not_of(' ') != std::string_view::npos))
+      return std::nullopt;
+  }
+  return std::pair<uint32_t, uint32_t>{at.line, static_cast<uint32_t>(indent)};
+}
+
 class SnapshotBuilder {
  public:
-  SnapshotBuilder(const SourceManager& sm, Snapshot* out, DiagSink& diags) : sm_(sm), out_(out), diags_(diags) {}
+  SnapshotBuilder(SourceManager& sm, const ReadLimits& limits, Snapshot* out, DiagSink& diags)
+      : sm_(sm), limits_(limits), out_(out), diags_(diags) {}
 
   void document(const DocNode& doc) {
     ++out_->documents;
@@ -78,6 +139,7 @@ class SnapshotBuilder {
     check_duplicates(out_->slices, "EndpointSlice");
     check_duplicates(out_->nodes, "Node");
     check_service_conflicts();
+    check_endpoint_use();
   }
 
  private:
@@ -100,6 +162,10 @@ class SnapshotBuilder {
   }
 
   void object(const DocNode& obj, const std::string& kind, const std::string& api) {
+    if (kind == "ConfigMap" && api == "v1" && is_kube_proxy_config_map(obj)) {
+      kube_proxy_config_map(obj);
+      return;
+    }
     const KindInfo* info = nullptr;
     for (const auto& k : kKinds)
       if (kind == k.kind) info = &k;
@@ -132,6 +198,63 @@ class SnapshotBuilder {
     }
   }
 
+  static bool is_kube_proxy_config_map(const DocNode& obj) {
+    const DocNode* meta = obj.get("metadata");
+    const DocNode* name = meta ? meta->get("name") : nullptr;
+    const DocNode* ns = meta ? meta->get("namespace") : nullptr;
+    return name && ns && name->kind == DocNode::Kind::String && ns->kind == DocNode::Kind::String &&
+           name->text == kKubeProxyConfigMapName && ns->text == kKubeProxyConfigMapNs;
+  }
+
+  // kubeadm's ConfigMap kube-system/kube-proxy: its `config.conf` is read as if it were a
+  // KubeProxyConfiguration document of the snapshot, located inside the ConfigMap's text when
+  // it is a literal block scalar (else in a file named after the key's position).
+  void kube_proxy_config_map(const DocNode& obj) {
+    const std::string object = std::string("ConfigMap ") + kKubeProxyConfigMapNs + "/" + kKubeProxyConfigMapName;
+    const std::string path = std::string("data.") + kKubeProxyConfigKey;
+    const DocNode* data = obj.get("data");
+    const DocNode* conf = data && data->is_map() ? data->get(kKubeProxyConfigKey) : nullptr;
+    if (!conf) {
+      ++out_->skipped_kinds["ConfigMap"];
+      diags_.report(DiagCode::WarnIgnoredValue, obj.pos, object, "data",
+                    std::string("no `") + kKubeProxyConfigKey + "` key: kubeadm's kube-proxy configuration is not here");
+      return;
+    }
+    if (conf->kind != DocNode::Kind::String) {
+      diags_.report(DiagCode::WrongType, conf->pos, object, path,
+                    std::string("expected a string (a KubeProxyConfiguration document), got ") + kind_name(conf->kind));
+      return;
+    }
+    std::string origin = where(sm_, conf->pos);
+    uint32_t inner = sm_.add(origin + " (" + object + " " + path + ")", conf->text);
+    std::vector<DocNode> docs;
+    DiagSink inner_diags;
+    bool parsed = read_yaml(sm_, inner, limits_, &docs, inner_diags);
+    auto mapped = block_scalar_origin(sm_, conf->pos, conf->text);
+    if (mapped) {
+      // Line l, column c of the text is line origin + l, column indent + c of the file.
+      for (auto& d : docs) remap_positions(d, inner, conf->pos.file, mapped->first, mapped->second);
+      for (const auto& d : inner_diags.all()) {
+        Diagnostic copy = d;
+        if (copy.pos.file == inner)
+          copy.pos = Pos{conf->pos.file, copy.pos.line + mapped->first, copy.pos.col + mapped->second};
+        diags_.report(std::move(copy));
+      }
+    } else {
+      for (const auto& d : inner_diags.all()) diags_.report(d);
+    }
+    if (!parsed) return;
+    const DocNode* kind = docs.size() == 1 && docs[0].is_map() ? docs[0].get("kind") : nullptr;
+    const DocNode* api = docs.size() == 1 && docs[0].is_map() ? docs[0].get("apiVersion") : nullptr;
+    if (!kind || kind->kind != DocNode::Kind::String || kind->text != "KubeProxyConfiguration" || !api ||
+        api->kind != DocNode::Kind::String) {
+      diags_.report(DiagCode::InvalidConfig, conf->pos, object, path,
+                    "expected one KubeProxyConfiguration document (with apiVersion and kind), as kubeadm writes it");
+      return;
+    }
+    this->object(docs[0], kind->text, api->text);
+  }
+
   void single(const DocNode& obj, const std::string& kind, bool present, Pos first) {
     if (!present) return;
     Diagnostic d{DiagCode::MultipleConfigs, obj.pos, kind, "", "only one " + kind + " may be given", {}};
@@ -150,6 +273,86 @@ class SnapshotBuilder {
                    "defined more than once", {}};
       d.notes.push_back("also defined at " + where(sm_, objs[i - 1].meta.pos));
       diags_.report(std::move(d));
+    }
+  }
+
+  // Objects kube-proxy reads past without a word: each is a warning naming it, so that nothing
+  // in a snapshot is dropped silently (docs/snapshot.md, "What kube-proxy ignores").
+  static bool ignored_by_labels(const ObjectMeta& m) {
+    return m.labels.count("service.kubernetes.io/service-proxy-name") || m.labels.count("service.kubernetes.io/headless");
+  }
+
+  void check_endpoint_use() {
+    std::map<std::pair<std::string_view, std::string_view>, const Service*> by_name;
+    for (const auto& s : out_->services) {
+      by_name[{s.meta.ns, s.meta.name}] = &s;
+      if (ignored_by_labels(s.meta) || s.headless || !s.cluster_ips.empty() ||
+          s.effective_type() == ServiceType::ExternalName)
+        continue;
+      diags_.report(DiagCode::WarnNoClusterIP, s.meta.pos, "Service " + s.meta.key(), "spec.clusterIP",
+                    "the Service has no clusterIP: kube-proxy writes no rules for it");
+    }
+    std::map<const Service*, std::vector<const EndpointSlice*>> slices_of;
+    for (const auto& sl : out_->slices) {
+      std::string object = "EndpointSlice " + sl.meta.key();
+      if (ignored_by_labels(sl.meta)) continue;
+      if (sl.address_type == AddressType::FQDN) {
+        Pos at = sl.meta.fields.at("addressType");
+        diags_.report(DiagCode::WarnSliceIgnored, at.known() ? at : sl.meta.pos, object, "addressType",
+                      "an FQDN slice: kube-proxy uses only IPv4 and IPv6 slices, its endpoints are not used");
+        continue;
+      }
+      const std::string& service = sl.service_name();
+      if (service.empty()) {
+        diags_.report(DiagCode::WarnSliceIgnored, sl.meta.pos, object, "metadata.labels",
+                      "no kubernetes.io/service-name label: kube-proxy ignores the slice, its endpoints are not used");
+        continue;
+      }
+      auto it = by_name.find({sl.meta.ns, service});
+      if (it == by_name.end()) {
+        diags_.report(DiagCode::WarnSliceIgnored, sl.meta.pos, object, "metadata.labels",
+                      "kubernetes.io/service-name names Service " + sl.meta.ns + "/" + service +
+                          ", which the snapshot does not have: its endpoints are not used");
+        continue;
+      }
+      const Service& svc = *it->second;
+      if (ignored_by_labels(svc.meta)) continue;
+      slices_of[&svc].push_back(&sl);
+      for (size_t i = 0; i < sl.ports.size(); ++i) {
+        const EndpointPort& p = sl.ports[i];
+        std::string why;
+        if (!p.name)
+          why = "has no `name`: kube-proxy ignores it (the port of an unnamed Service port is `name: \"\"`)";
+        else if (!p.protocol)
+          why = "has no `protocol`: kube-proxy ignores it";
+        else if (!p.port || *p.port == 0)
+          why = "has no port number: kube-proxy ignores it";
+        else if (std::none_of(svc.ports.begin(), svc.ports.end(), [&](const ServicePort& sp) {
+                   return sp.name == *p.name && sp.protocol == *p.protocol;
+                 }))
+          why = "\"" + *p.name + "\"/" + protocol_name(*p.protocol) + " is no port of Service " + svc.meta.key() +
+                ": its endpoints are not used";
+        else
+          continue;
+        diags_.report(DiagCode::WarnSlicePortUnmatched, p.pos.known() ? p.pos : sl.meta.pos, object,
+                      "ports[" + std::to_string(i) + "]", "port " + why);
+      }
+    }
+    for (const auto& [svc, slices] : slices_of) {
+      // Slices without ports (the controller's placeholder for a Service without endpoints) say nothing.
+      bool any_ports = std::any_of(slices.begin(), slices.end(), [](const EndpointSlice* sl) { return !sl->ports.empty(); });
+      if (!any_ports) continue;
+      for (size_t j = 0; j < svc->ports.size(); ++j) {
+        const ServicePort& sp = svc->ports[j];
+        bool found = false;
+        for (const EndpointSlice* sl : slices)
+          for (const auto& p : sl->ports) found |= p.name && *p.name == sp.name && p.protocol == sp.protocol;
+        if (found) continue;
+        diags_.report(DiagCode::WarnServicePortUnmatched, sp.pos.known() ? sp.pos : svc->meta.pos,
+                      "Service " + svc->meta.key(), "spec.ports[" + std::to_string(j) + "]",
+                      "no EndpointSlice port of this Service is named \"" + sp.name + "\" with protocol " +
+                          protocol_name(sp.protocol) + ": the port gets no endpoints (kube-proxy rejects its traffic)");
+      }
     }
   }
 
@@ -184,7 +387,8 @@ class SnapshotBuilder {
     }
   }
 
-  const SourceManager& sm_;
+  SourceManager& sm_;
+  const ReadLimits& limits_;
   Snapshot* out_;
   DiagSink& diags_;
 };
@@ -218,18 +422,46 @@ bool parse_file(const SourceManager& sm, uint32_t file, const LoadOptions& opts,
 
 bool load_registered(const std::vector<uint32_t>& files, const LoadOptions& opts, SourceManager& sm, Snapshot* out,
                      DiagSink& diags) {
-  SnapshotBuilder builder(sm, out, diags);
+  SnapshotBuilder builder(sm, opts.limits, out, diags);
   for (uint32_t f : files) {
     std::vector<DocNode> docs;
     if (!parse_file(sm, f, opts, &docs, diags)) continue;
     for (const auto& d : docs) builder.document(d);
   }
   builder.finish();
+  // Only on a valid snapshot: a Node that failed to decode would make a good name look unknown.
+  if (!opts.node_name.empty() && !diags.has_errors()) select_node(out, opts.node_name, sm, diags);
   diags.sort_and_dedup();
   return !diags.has_errors();
 }
 
 }  // namespace
+
+bool select_node(Snapshot* snap, const std::string& given, const SourceManager& sm, DiagSink& diags) {
+  std::string name = to_lower(trim(given));  // as kube-proxy treats --hostname-override
+  if (auto err = check_dns1123_subdomain(name)) {
+    diags.report(DiagCode::InvalidName, {}, "", "", "--node \"" + printable_capped(given, 253) + "\": " + *err);
+    return false;
+  }
+  if (snap->nodes.empty() || snap->find_node(name)) {
+    snap->config.hostname_override = name;
+    return true;
+  }
+  // Sorted by name already (finish()); a long list is cut, every name is still findable with kubectl.
+  constexpr size_t kListed = 20;
+  std::string names;
+  for (size_t i = 0; i < snap->nodes.size() && i < kListed; ++i)
+    names += (i ? ", " : "") + snap->nodes[i].meta.name;
+  if (snap->nodes.size() > kListed) names += ", ... (" + std::to_string(snap->nodes.size() - kListed) + " more)";
+  Diagnostic d{DiagCode::NodeUnknown, {}, "", "",
+               "--node \"" + printable(name.substr(0, 253)) + "\": the snapshot has no such Node; its " +
+                   std::to_string(snap->nodes.size()) + " Node" + (snap->nodes.size() == 1 ? "" : "s") + ": " + names,
+               {}};
+  for (size_t i = 0; i < snap->nodes.size() && i < kListed; ++i)
+    d.notes.push_back("Node " + snap->nodes[i].meta.name + " is at " + where(sm, snap->nodes[i].meta.pos));
+  diags.report(std::move(d));
+  return false;
+}
 
 std::vector<std::string> expand_inputs(const std::vector<std::string>& paths, DiagSink& diags) {
   std::vector<std::string> out;

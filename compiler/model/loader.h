@@ -20,7 +20,15 @@ struct LoadOptions {
   /// from --max-input-size / KPC_MAX_INPUT_SIZE, the same limit as for rule files.
   size_t max_input_size = kDefaultMaxInputSize;
   ReadLimits limits;
+  /// The node to compile for, as kube-proxy's --hostname-override flag (kpc's `--node NAME`):
+  /// replaces KubeProxyConfiguration.hostnameOverride. It must name one of the snapshot's
+  /// Nodes (else E0700, listing them); with no Node in the snapshot any valid name is taken.
+  std::string node_name;
 };
+
+/// Applies a node override (LoadOptions::node_name) to a loaded snapshot: false, with E0700
+/// naming the snapshot's Nodes (each with its position in a note), when no Node has that name.
+bool select_node(Snapshot* snap, const std::string& name, const SourceManager& sm, DiagSink& diags);
 
 /// Loads and validates paths (files, or directories scanned recursively for
 /// *.yaml, *.yml, *.json in name order). Returns false if any error was reported.

@@ -41,9 +41,11 @@ std::optional<std::string> resolve_node_name(const Snapshot& snap, DiagSink& dia
   if (snap.nodes.size() == 1) return snap.nodes[0].meta.name;
   diags.report(DiagCode::NodeUnknown, snap.config.pos, "", "",
                snap.nodes.empty()
-                   ? "no node to compile for: set KubeProxyConfiguration.hostnameOverride or NodeEnvironment.hostname"
+                   ? "no node to compile for: give --node NAME, or set KubeProxyConfiguration.hostnameOverride or "
+                     "NodeEnvironment.hostname"
                    : "the snapshot has " + std::to_string(snap.nodes.size()) +
-                         " Nodes: set KubeProxyConfiguration.hostnameOverride (or NodeEnvironment.hostname) to pick one");
+                         " Nodes: pick one with --node NAME (or every one with `kpc compile --node all -o DIR`), or "
+                         "set KubeProxyConfiguration.hostnameOverride (or NodeEnvironment.hostname)");
   return std::nullopt;
 }
 

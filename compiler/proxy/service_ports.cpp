@@ -180,6 +180,15 @@ std::vector<ServicePortInfo> build_service_ports(const Snapshot& snap, const Nod
   return out;
 }
 
+size_t count_service_endpoints(const Snapshot& snap, IPFamily family) {
+  NodeContext node;
+  node.family = family;
+  node.config = &snap.config;
+  size_t n = 0;
+  for (const auto& p : build_service_ports(snap, node)) n += p.endpoints.size();
+  return n;
+}
+
 namespace {
 
 enum class TopologyMode { None, SameZone, SameNode };

@@ -70,6 +70,11 @@ std::vector<ServicePortInfo> build_service_ports(const Snapshot& snap, const Nod
 void append_service_ports(const Service& svc, std::span<const EndpointSlice* const> slices, const NodeContext& node,
                           std::vector<ServicePortInfo>& out);
 
+/// The endpoints the compiler attaches to the snapshot's service ports of one family (the sum over
+/// ports, as `kpc compile --stats` counts them): slice endpoints of a port kube-proxy reads, merged.
+/// Which endpoints a port has does not depend on the node, so no node is needed.
+size_t count_service_endpoints(const Snapshot& snap, IPFamily family);
+
 /// The result of CategorizeEndpoints (pkg/proxy/topology.go).
 struct Categorized {
   std::vector<const EndpointInfo*> cluster;

@@ -29,6 +29,7 @@ struct DiffOptions {
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: rule files and snapshots
   bool backend_given = false;
   std::string ipsets;  ///< --ipsets: the node's ipsets (both sides)
+  std::string node;    ///< --node: for sides that are snapshots
 };
 
 int run(const DiffOptions& o) {
@@ -45,6 +46,7 @@ int run(const DiffOptions& o) {
   in.backend_given = o.backend_given;
   in.flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
   in.max_input_size = o.max_input_size;
+  in.node = o.node;
   lb = o.old_input;
   la = o.new_input;
   if (!opened_old || !opened_new) return kExitError;
@@ -136,6 +138,7 @@ void add_diff(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--all-atoms", o->all_atoms, "explore every destination class (skip the semantic-hash narrowing)");
   add_max_input_size_option(cmd, o->max_input_size);
+  add_node_option(cmd, o->node, " (for a side that is a snapshot)");
   cmd->footer(
       "Examples:\n"
       "  kpc diff old.restore new.restore                 two rule files (save dumps or restore programs)\n"

@@ -26,6 +26,7 @@ struct DriftCliOptions {
   bool backend_given = false;
   std::string ipsets;
   size_t max_atoms = 2000;
+  std::string node;  ///< --node
 };
 
 int run(const DriftCliOptions& o) {
@@ -36,6 +37,7 @@ int run(const DriftCliOptions& o) {
   DiagSink diags;
   LoadOptions lo;
   lo.max_input_size = o.max_input_size;
+  lo.node_name = o.node;
   Snapshot snap;
   std::optional<CompileResult> full;
   if (load_snapshot(o.inputs, lo, sm, &snap, diags) && check_configured_mode(snap, o.backend_given, backend, diags))
@@ -101,6 +103,7 @@ void add_drift(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--local-address", o->local_addresses, "the node's addresses (default: the snapshot's Node)");
   add_max_input_size_option(cmd, o->max_input_size);
+  add_node_option(cmd, o->node);
   add_ipsets_option(cmd, o->ipsets);
   cmd->add_option("--max-atoms", o->max_atoms,
                   "destination atoms explored for the packet-level consequence; beyond, an evenly spread sample "

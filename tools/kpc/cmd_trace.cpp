@@ -43,6 +43,7 @@ struct TraceCliOptions {
   std::string expect_verdict;            ///< every outcome's verdict
   std::string expect_masquerade;         ///< yes / no, for every outcome
   uint64_t max_input_size = kDefaultMaxInputSize;
+  std::string node;  ///< --node: when RULES is a snapshot
 };
 
 int bad(const std::string& msg) {
@@ -203,6 +204,7 @@ int run(const TraceCliOptions& o) {
   ri.backend_given = o.backend_given;
   ri.flavor = flavor;
   ri.max_input_size = o.max_input_size;
+  ri.node = o.node;
   std::vector<IPAddr> node_addresses;
   if (!read_rule_input(input, ri, &state, &node_addresses)) return kExitError;
   std::vector<std::string> notes;
@@ -345,6 +347,7 @@ void add_trace(CLI::App& app, int& exit_code) {
   cmd->add_option("--expect-masquerade", o->expect_masquerade, "assert masquerading of every outcome: exit 1 otherwise")
       ->check(CLI::IsMember({"yes", "no"}));
   add_max_input_size_option(cmd, o->max_input_size);
+  add_node_option(cmd, o->node, " (when RULES is a snapshot)");
   cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
                 "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");
   cmd->footer(

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "compiler/model/loader.h"
+#include "compiler/proxy/service_ports.h"
 #include "tools/kpc/commands.h"
 
 namespace kpc::cli {
@@ -14,13 +15,17 @@ struct ValidateOptions {
   bool verbose = false;
   bool quiet = false;
   uint64_t max_input_size = kDefaultMaxInputSize;
+  std::string node;  ///< --node
 };
 
+// Endpoints are counted as the compiler uses them: per Service port, merged from the slices
+// kube-proxy reads (FQDN, orphan and unlabelled slices, and slice ports that match no Service
+// port, are not: see the W0005-W0007 warnings).
 std::string summary(const Snapshot& s) {
-  size_t endpoints = 0;
-  for (const auto& sl : s.slices) endpoints += sl.endpoints.size();
+  size_t v4 = proxy::count_service_endpoints(s, IPFamily::V4), v6 = proxy::count_service_endpoints(s, IPFamily::V6);
   std::string out = std::to_string(s.services.size()) + " Services, " + std::to_string(s.slices.size()) +
-                    " EndpointSlices (" + std::to_string(endpoints) + " endpoints), " +
+                    " EndpointSlices (" + std::to_string(v4 + v6) + " endpoints of Service ports: " +
+                    std::to_string(v4) + " IPv4, " + std::to_string(v6) + " IPv6), " +
                     std::to_string(s.nodes.size()) + " Nodes";
   if (s.config.present) out += ", KubeProxyConfiguration";
   if (s.env.present) out += ", NodeEnvironment";
@@ -33,6 +38,7 @@ int run(const ValidateOptions& o) {
   Snapshot snap;
   LoadOptions lo;
   lo.max_input_size = o.max_input_size;
+  lo.node_name = o.node;
   bool ok = load_snapshot(o.inputs, lo, sm, &snap, diags);
   std::fputs(diags.render(sm).c_str(), stderr);
   if (!ok) {
@@ -55,6 +61,7 @@ void add_validate(CLI::App& app, int& exit_code) {
   cmd->add_flag("-v,--verbose", opts->verbose, "also count the objects of kinds kpc skips");
   cmd->add_flag("-q,--quiet", opts->quiet, "print nothing on success");
   add_max_input_size_option(cmd, opts->max_input_size);
+  add_node_option(cmd, opts->node);
   cmd->footer(
       "Examples:\n"
       "  kubectl get svc,endpointslices,nodes -A -o yaml > cluster.yaml && kpc validate cluster.yaml kube-proxy.yaml\n"

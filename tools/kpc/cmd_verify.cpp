@@ -23,6 +23,7 @@ struct VerifyOptions {
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: snapshots and rule files
   bool backend_given = false;
   std::string ipsets;
+  std::string node;  ///< --node (both snapshots)
 };
 
 // The three programs from snapshots: prior state = full(OLD) on an empty node.
@@ -33,6 +34,7 @@ bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, 
   Snapshot next_snap, prior_snap;
   LoadOptions lo;
   lo.max_input_size = o.max_input_size;
+  lo.node_name = o.node;
   bool ok = load_snapshot(o.next, lo, sm, &next_snap, diags);
   ok = load_snapshot(o.prior, lo, sm, &prior_snap, diags) && ok;
   if (ok) ok = check_configured_mode(next_snap, o.backend_given, backend, diags);
@@ -132,6 +134,7 @@ void add_verify(CLI::App& app, int& exit_code) {
                   "the node's addresses for the packet-level check (default: the snapshot's node addresses, "
                   "else one address no rule names)");
   add_max_input_size_option(cmd, opts->max_input_size);
+  add_node_option(cmd, opts->node, " (snapshots only: NEW and --prior)");
   cmd->footer(
       "Examples:\n"
       "  kpc verify new/ --prior old/                                   kpc compiles prior, partial and full\n"

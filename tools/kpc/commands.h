@@ -60,6 +60,11 @@ bool check_configured_mode(const Snapshot& snap, bool backend_given, Backend bac
 /// a bad value is a usage error): the limit of every input file of the command.
 CLI::Option* add_max_input_size_option(CLI::App* cmd, uint64_t& limit);
 
+/// `--node NAME`: the node to compile for, as kube-proxy's --hostname-override (replaces
+/// KubeProxyConfiguration.hostnameOverride; must name one of the snapshot's Nodes, else E0700
+/// listing them). Goes to LoadOptions::node_name. all_help: extra text where `--node all` is read.
+CLI::Option* add_node_option(CLI::App* cmd, std::string& node, const char* all_help = "");
+
 /// A whole input file, read-only, checked against the limit before it is read
 /// (compiler/support/input.h): a regular file is mapped (rule files are tens of megabytes:
 /// no copy into a zero-filled buffer), anything else (stdin "-", pipes, FIFOs) is read
@@ -103,6 +108,7 @@ struct RuleInputOptions {
   bool backend_given = false;
   verifier::Flavor flavor = verifier::Flavor::Legacy;
   uint64_t max_input_size = 0;
+  std::string node;  ///< --node: LoadOptions::node_name of a snapshot side
 };
 /// True when text's first line that is not blank or a comment starts a table ("*nat").
 bool looks_like_rules(std::string_view text);

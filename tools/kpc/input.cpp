@@ -68,4 +68,13 @@ CLI::Option* add_max_input_size_option(CLI::App* cmd, uint64_t& limit) {
   return flag;
 }
 
+CLI::Option* add_node_option(CLI::App* cmd, std::string& node, const char* all_help) {
+  return cmd->add_option("--node", node,
+                         std::string("compile for this Node of the snapshot, as kube-proxy's --hostname-override "
+                                     "(replaces KubeProxyConfiguration.hostnameOverride; an unknown name is an error "
+                                     "listing the snapshot's Nodes)") +
+                             all_help)
+      ->type_name("NAME");
+}
+
 }  // namespace kpc::cli

@@ -57,6 +57,7 @@ bool read_rule_input(RuleInput& in, const RuleInputOptions& o, verifier::Ruleset
   Snapshot snap;
   LoadOptions lo;
   lo.max_input_size = o.max_input_size;
+  lo.node_name = o.node;
   bool ok = false;
   if (in.directory) {
     ok = load_snapshot({in.path}, lo, sm, &snap, diags);
