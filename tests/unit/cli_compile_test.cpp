@@ -73,6 +73,8 @@ TEST(CliValidate, ExitCodesAndVersion) {
   auto v = run({bin_path("kpc"), "--version"});
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_NE(v.out.find("kpc "), std::string::npos);
+  EXPECT_NE(v.out.find("source revision "), std::string::npos) << v.out;  // issue 13 §6: revision and build type
+  EXPECT_NE(v.out.find(", build type "), std::string::npos) << v.out;
   auto garbage = run({bin_path("kpc"), "validate", "-"}, std::string("\x00\x01\x02garbage", 10));
   EXPECT_EQ(garbage.exit_code, 2);
   EXPECT_NE(garbage.err.find("<stdin>:1:1: error[E0003]"), std::string::npos) << garbage.err;

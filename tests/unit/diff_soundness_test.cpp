@@ -237,3 +237,21 @@ TEST(Reports, DiffSummarisesEachServiceInWords) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Issue 13, section 5 (part): JSON outputs say what they are.
+TEST(Reports, JsonOutputsNameTheirSchema) {
+  std::string changed = example_with_timeout("5");
+  auto d = run({bin_path("kpc"), "diff", "--format", "json", source_path("fixtures/example"), changed});
+  EXPECT_EQ(nlohmann::json::parse(d.out)["schema"], "kpc.dev/diff/v1");
+  auto v = run({bin_path("kpc"), "verify", changed, "--prior", source_path("fixtures/example"), "--format", "json"});
+  EXPECT_EQ(nlohmann::json::parse(v.out)["schema"], "kpc.dev/verify/v1");
+  auto t = run({bin_path("kpc"), "trace", source_path("fixtures/example"), "--src", "10.244.1.50", "--dst",
+                "10.96.10.10", "--dport", "80", "--format", "json"});
+  EXPECT_EQ(nlohmann::json::parse(t.out)["schema"], "kpc.dev/trace/v1");
+}
+
+}  // namespace
+}  // namespace kpc::test

@@ -84,6 +84,7 @@ std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::T
                     const verifier::trace::TraceResult& r) {
   using namespace verifier::trace;
   nlohmann::ordered_json j;
+  j["schema"] = "kpc.dev/trace/v1";
   nlohmann::ordered_json p;
   p["src"] = pkt.src.str();
   p["dst"] = pkt.dst.str();

@@ -68,7 +68,14 @@ int main(int argc, char** argv) {
   CLI::App app{"kpc: compiles Kubernetes Service state into the exact dataplane programs kube-proxy writes, "
                "and verifies them.\nExit codes: 0 ok/same, 1 differences found, 2 error.",
                "kpc"};
-  app.set_version_flag("--version", std::string(kpc::kVersionLine));
+#ifndef KPC_GIT_REVISION
+#define KPC_GIT_REVISION "unknown"
+#endif
+#ifndef KPC_BUILD_TYPE
+#define KPC_BUILD_TYPE "unspecified"
+#endif
+  app.set_version_flag("--version", std::string(kpc::kVersionLine) + "\nsource revision " KPC_GIT_REVISION
+                                        ", build type " KPC_BUILD_TYPE);
   app.require_subcommand(1);
   app.footer("Run 'kpc COMMAND --help' for a command's options, examples and exit codes.");
   int exit_code = kpc::cli::kExitOk;

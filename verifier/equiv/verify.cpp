@@ -224,6 +224,7 @@ std::string format_markdown(const VerifyResult& r) {
 
 std::string format_json(const VerifyResult& r) {
   nlohmann::json j;
+  j["schema"] = "kpc.dev/verify/v1";
   j["verdict"] = verdict_name(r.verdict);
   if (r.failure)
     j["failure"] = {{"program", r.failing_program}, {"line", r.failure->line}, {"reason", r.failure->reason},

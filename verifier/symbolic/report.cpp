@@ -205,6 +205,7 @@ std::vector<std::pair<std::string, std::vector<const Difference*>>> differences_
 
 nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOptions& o) {
   nlohmann::ordered_json j;
+  j["schema"] = "kpc.dev/diff/v1";
   j["equivalent"] = r.equivalent();
   j["differing_classes"] = r.differing_classes;
   j["sampled"] = r.sampled;
