@@ -6,19 +6,13 @@
 
 #include "compiler/ir/printer.h"
 #include "tests/support/test_util.h"
+#include "tests/support/rule_save.h"
 #include "verifier/parse/parser.h"
 
 namespace kpc::verifier {
 namespace {
 
-// The rule's save form, or "ERROR: message" as the parser reports it.
-std::string save(std::string_view text, IPFamily f = IPFamily::V4) {
-  std::string chain, err, out;
-  auto r = parse_rule_text(text, f, &chain, &err);
-  if (!r) return "ERROR: " + err;
-  ir::print_rule_save(out, chain, *r, f);
-  return out;
-}
+std::string save(std::string_view text, IPFamily f = IPFamily::V4) { return test::rule_save(text, f); }
 
 std::string dnat(const std::string& to, IPFamily f = IPFamily::V4) {
   return save("-A PREROUTING -p tcp -j DNAT --to-destination " + to, f);

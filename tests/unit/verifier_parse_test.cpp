@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/ir/printer.h"
+#include "tests/support/rule_save.h"
 #include "verifier/parse/parser.h"
 
 namespace kpc::verifier {
@@ -26,13 +27,7 @@ ir::Rule rule(std::string_view text, IPFamily f = IPFamily::V4) {
   return r ? *r : ir::Rule{};
 }
 
-std::string save(std::string_view text, IPFamily f = IPFamily::V4) {
-  std::string chain, err, out;
-  auto r = parse_rule_text(text, f, &chain, &err);
-  if (!r) return "ERROR: " + err;
-  ir::print_rule_save(out, chain, *r, f);
-  return out;
-}
+std::string save(std::string_view text, IPFamily f = IPFamily::V4) { return test::rule_save(text, f); }
 
 const ir::Arg* find(const ir::Rule& r, ArgKind k) {
   for (const auto& a : r.args)
