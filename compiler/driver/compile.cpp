@@ -108,9 +108,9 @@ std::optional<Backend> backend_for_mode(const Snapshot& snap, IPFamily family, D
     case ProxyMode::IPVS: {
       const char* mode = snap.config.mode == ProxyMode::NFTables ? "nftables" : "ipvs";
       diags.report(DiagCode::ModeNotCompiled, snap.config.fields.at("mode"), "KubeProxyConfiguration", "mode",
-                   std::string("mode is \"") + mode + "\": kpc has no " + mode +
-                       " back end yet, and compiling iptables rules for this node would not be what it runs; "
-                       "pass --backend iptables to compile them anyway");
+                   std::string("mode is \"") + mode + "\": this command reads iptables programs only (" + mode +
+                       (snap.config.mode == ProxyMode::NFTables ? ": `kpc compile` and `kpc simulate` so far" : ": not yet") +
+                       "), and iptables rules are not what this node runs; pass --backend iptables to use them anyway");
       return std::nullopt;
     }
   }

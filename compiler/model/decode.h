@@ -13,6 +13,7 @@ namespace kpc {
 bool decode_service(const DocNode& obj, Service* out, DiagSink& diags);
 bool decode_endpoint_slice(const DocNode& obj, EndpointSlice* out, DiagSink& diags);
 bool decode_node(const DocNode& obj, Node* out, DiagSink& diags);
+bool decode_service_cidr(const DocNode& obj, ServiceCIDR* out, DiagSink& diags);
 bool decode_proxy_config(const DocNode& obj, ProxyConfig* out, DiagSink& diags);
 bool decode_node_environment(const DocNode& obj, NodeEnvironment* out, DiagSink& diags);
 

@@ -170,4 +170,23 @@ bool decode_node(const DocNode& obj, Node* node, DiagSink& diags) {
   return r.errors() == 0;
 }
 
+bool decode_service_cidr(const DocNode& obj, ServiceCIDR* out, DiagSink& diags) {
+  ObjectReader r("ServiceCIDR", &out->meta.fields, diags);
+  decode_meta(obj, "ServiceCIDR", false, 0, &out->meta, r);
+  const DocNode* spec = r.map(&obj, "spec", "spec");
+  std::vector<ObjectReader::ListEntry> cidrs = r.str_list(spec, "cidrs", "spec.cidrs");
+  if (cidrs.size() > 2) r.error(DiagCode::TooMany, spec->get("cidrs")->pos, "spec.cidrs", "must have at most 2 items");
+  for (const auto& e : cidrs)
+    if (auto c = r.cidr_text(e.value, e.pos, index_path("spec.cidrs", e.index))) {
+      // The API server allows one range per family (ValidateServiceCIDR).
+      bool repeated = false;
+      for (const auto& prev : out->cidrs) repeated |= prev.family() == c->family();
+      if (repeated)
+        r.error(DiagCode::InvalidCIDR, e.pos, index_path("spec.cidrs", e.index),
+                "\"" + e.value + "\": may specify no more than one CIDR for each IP family");
+      out->cidrs.push_back(*c);
+    }
+  return r.errors() == 0;
+}
+
 }  // namespace kpc

@@ -24,6 +24,7 @@ constexpr KindInfo kKinds[] = {
     {"Service", "v1"},
     {"EndpointSlice", "discovery.k8s.io/v1"},
     {"Node", "v1"},
+    {"ServiceCIDR", "networking.k8s.io/v1"},
     {"KubeProxyConfiguration", "kubeproxy.config.k8s.io/v1alpha1"},
     {"NodeEnvironment", "kpc.dev/v1alpha1"},
 };
@@ -138,6 +139,7 @@ class SnapshotBuilder {
     check_duplicates(out_->services, "Service");
     check_duplicates(out_->slices, "EndpointSlice");
     check_duplicates(out_->nodes, "Node");
+    check_duplicates(out_->service_cidrs, "ServiceCIDR");
     check_service_conflicts();
     check_endpoint_use();
   }
@@ -187,6 +189,9 @@ class SnapshotBuilder {
     } else if (kind == "Node") {
       Node n;
       if (decode_node(obj, &n, diags_)) out_->nodes.push_back(std::move(n));
+    } else if (kind == "ServiceCIDR") {
+      ServiceCIDR c;
+      if (decode_service_cidr(obj, &c, diags_)) out_->service_cidrs.push_back(std::move(c));
     } else if (kind == "KubeProxyConfiguration") {
       single(obj, kind, out_->config.present, out_->config.pos);
       ProxyConfig c;

@@ -140,6 +140,15 @@ struct Node {
   std::optional<IPAddr> node_ip(IPFamily f) const;
 };
 
+// ---------------------------------------------------------------- ServiceCIDR
+/// networking.k8s.io/v1 ServiceCIDR (cluster-scoped): the ranges ClusterIPs are allocated
+/// from. kube-proxy's nftables mode drops traffic to unallocated addresses in them
+/// (OnServiceCIDRsChanged); the other modes ignore them.
+struct ServiceCIDR {
+  ObjectMeta meta;
+  std::vector<CIDR> cidrs;  ///< spec.cidrs: at most one per family
+};
+
 // ---------------------------------------------------------------- KubeProxyConfiguration
 enum class ProxyMode : uint8_t { IPTables, IPVS, NFTables };
 enum class DetectLocalMode : uint8_t { ClusterCIDR, NodeCIDR, BridgeInterface, InterfaceNamePrefix };
@@ -227,6 +236,7 @@ struct Snapshot {
   std::vector<Service> services;        ///< sorted by namespace/name
   std::vector<EndpointSlice> slices;    ///< sorted by namespace/name
   std::vector<Node> nodes;              ///< sorted by name
+  std::vector<ServiceCIDR> service_cidrs;  ///< sorted by name
   ProxyConfig config;
   NodeEnvironment env;
   std::map<std::string, size_t> skipped_kinds;  ///< kinds kpc does not read, counted

@@ -1,4 +1,4 @@
-// `kpc compile SNAPSHOT... [--backend iptables|ip6tables] [-o FILE]
+// `kpc compile SNAPSHOT... [--backend iptables|ip6tables|nftables] [--family ipv4|ipv6] [-o FILE]
 //              [--prior OLD...] [--full] [--stats] [--node NAME | --node all -o DIR]`
 #include <cstdio>
 #include <filesystem>
@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "applier/core/repair.h"
+#include "compiler/driver/backend.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/compile_nftables.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
 #include "verifier/trace/tracer.h"
@@ -20,6 +22,7 @@ struct CompileOptions {
   std::string prior_state;
   std::string flavor = "legacy";
   std::string backend = "iptables";
+  std::string family;  ///< --family: "" = the back end's default (IPv4; ip6tables: IPv6)
   std::string output;
   bool full = false;
   bool stats = false;
@@ -61,47 +64,110 @@ int repair_from_state(const CompileOptions& o, const CompileResult& full) {
   return kExitOk;
 }
 
+Backend iptables_backend(IPFamily f) { return f == IPFamily::V4 ? Backend::IPTables : Backend::IP6Tables; }
+
+// What any back end's sync gives the command: the program text and how to describe it.
+struct AnyResult {
+  std::optional<CompileResult> ipt;
+  std::optional<NftCompileResult> nft;
+  const std::string& text() const { return ipt ? ipt->text : nft->text; }
+  bool partial() const { return ipt ? ipt->partial : nft->partial; }
+  const std::string& full_sync_reason() const { return ipt ? ipt->full_sync_reason : nft->full_sync_reason; }
+  size_t changed() const { return ipt ? ipt->changed_services.size() : nft->changed_services.size(); }
+  explicit operator bool() const { return ipt || nft; }
+};
+
 // One full (or, with --prior, partial) sync for the snapshots as they are (their node chosen).
-std::optional<CompileResult> compile_one(const CompileOptions& o, const Snapshot& next, const Snapshot& prior,
-                                         Backend backend, DiagSink& diags) {
-  if (o.prior.empty()) return compile_iptables(next, backend, iptables::SyncOptions{}, diags);
-  PriorOptions po;
-  po.force_full = o.full;
-  return compile_iptables_from_prior(next, prior, backend, po, diags);
+AnyResult compile_one(const CompileOptions& o, const Snapshot& next, const Snapshot& prior, Target target,
+                      DiagSink& diags) {
+  AnyResult r;
+  switch (target.kind) {
+    case BackendKind::IPTables: {
+      Backend backend = iptables_backend(target.family);
+      if (o.prior.empty()) {
+        r.ipt = compile_iptables(next, backend, iptables::SyncOptions{}, diags);
+      } else {
+        PriorOptions po;
+        po.force_full = o.full;
+        r.ipt = compile_iptables_from_prior(next, prior, backend, po, diags);
+      }
+      break;
+    }
+    case BackendKind::NFTables:
+      if (o.prior.empty()) {
+        r.nft = compile_nftables(next, target.family, NftOptions{}, diags);
+      } else {
+        NftPriorOptions po;
+        po.force_full = o.full;
+        r.nft = compile_nftables_from_prior(next, prior, target.family, po, diags);
+      }
+      break;
+    case BackendKind::FastPath:
+      diags.report(DiagCode::ModeNotCompiled, {}, "", "", "the fastpath back end is not built yet");
+      break;
+  }
+  return r;
 }
 
-void print_sync_stats(const CompileOptions& o, const CompileResult& result) {
+void print_nft_stats(const NftCompileResult& r) {
+  auto s = nftables::transaction_stats(r.sync.tx);
+  std::fprintf(stderr,
+               "transaction: %zu operations (chains added %zu, flushed %zu, deleted %zu; rules %zu; elements added %zu, "
+               "deleted %zu; sets/maps added %zu, deleted %zu), %zu bytes\n",
+               s.operations, s.chains_added, s.chains_flushed, s.chains_deleted, s.rules, s.elements_added,
+               s.elements_deleted, s.sets_added, s.sets_deleted, r.text.size());
+  if (!r.sync.cleanup.empty())
+    std::fprintf(stderr, "stale-chain cleanup transaction (run first, on its own): %zu operations\n",
+                 r.sync.cleanup.num_operations());
+  std::fprintf(stderr, "service ports written: %zu, endpoints: %zu, stale chains flushed: %zu\n",
+               r.sync.services_written, r.sync.total_endpoints, r.sync.stale_chains_flushed.size());
+}
+
+void print_sync_stats(const CompileOptions& o, const AnyResult& result) {
   if (!o.prior.empty())
-    std::fprintf(stderr, "sync: %s%s%s, changed services: %zu\n", result.partial ? "partial" : "full",
-                 result.full_sync_reason.empty() ? "" : " (",
-                 result.full_sync_reason.empty() ? "" : (result.full_sync_reason + ")").c_str(),
-                 result.changed_services.size());
-  print_stats(result.sync, result.text.size());
+    std::fprintf(stderr, "sync: %s%s%s, changed services: %zu\n", result.partial() ? "partial" : "full",
+                 result.full_sync_reason().empty() ? "" : " (",
+                 result.full_sync_reason().empty() ? "" : (result.full_sync_reason() + ")").c_str(),
+                 result.changed());
+  if (result.ipt) print_stats(result.ipt->sync, result.ipt->text.size());
+  else print_nft_stats(*result.nft);
+}
+
+// The file --node all writes for one node and target.
+std::string program_file_name(Target t) {
+  if (t.kind == BackendKind::IPTables) return t.family == IPFamily::V4 ? "iptables.restore" : "ip6tables.restore";
+  return std::string(backend_kind_name(t.kind)) + (t.family == IPFamily::V4 ? "-ipv4.nft" : "-ipv6.nft");
+}
+
+bool context_for(const Snapshot& snap, Target t, DiagSink& diags) {
+  if (t.kind == BackendKind::IPTables) return node_context_for(snap, iptables_backend(t.family), diags).has_value();
+  return nft_node_context(snap, t.family, diags).has_value();
 }
 
 // --node all -o DIR: DIR/<node>/iptables.restore and DIR/<node>/ip6tables.restore, for the
 // families each Node has (with --backend: that family only). Every Node's context is checked
 // before anything is written, so an error leaves DIR as it was.
-int run_all_nodes(const CompileOptions& o, Snapshot& next, Snapshot& prior, SourceManager& sm, DiagSink& diags) {
-  std::vector<Backend> backends;
-  if (o.backend_given) {
-    backends.push_back(*backend_from_name(o.backend));
+int run_all_nodes(const CompileOptions& o, std::optional<Target> given, Snapshot& next, Snapshot& prior,
+                  SourceManager& sm, DiagSink& diags) {
+  std::vector<Target> backends;
+  if (given) {
+    backends.push_back(*given);
   } else {
     for (IPFamily f : {IPFamily::V4, IPFamily::V6})
-      if (auto b = backend_for_mode(next, f, diags)) backends.push_back(*b);
+      if (auto t = target_for_mode(next, f, diags)) backends.push_back(*t);
   }
   if (next.nodes.empty())
     diags.report(DiagCode::NodeUnknown, {}, "", "", "--node all: the snapshot has no Node objects");
-  std::vector<std::pair<std::string, Backend>> jobs;
+  std::vector<std::pair<std::string, Target>> jobs;
   std::vector<std::string> skipped;
   for (const auto& node : next.nodes) {
     const std::string& name = node.meta.name;
     if (!select_node(&next, name, sm, diags) || (!o.prior.empty() && !select_node(&prior, name, sm, diags))) continue;
     size_t before = jobs.size();
     DiagSink unavailable;  // a family the Node has no address of is not compiled (kube-proxy runs no such proxier)
-    for (Backend b : backends) {
+    for (Target b : backends) {
       DiagSink ctx_diags;
-      if (node_context_for(next, b, ctx_diags)) {
+      if (context_for(next, b, ctx_diags)) {
         jobs.emplace_back(name, b);
         for (const auto& d : ctx_diags.all()) diags.report(d);
       } else {
@@ -109,7 +175,7 @@ int run_all_nodes(const CompileOptions& o, Snapshot& next, Snapshot& prior, Sour
       }
     }
     if (jobs.size() != before) continue;
-    if (!o.backend_given) {  // no family at all: an error, not a silently missing node
+    if (!given) {  // no family at all: an error, not a silently missing node
       for (const auto& d : unavailable.all()) diags.report(d);
     } else if (!unavailable.all().empty()) {  // said, though it is no error: this node gets no program
       skipped.push_back(name);
@@ -117,7 +183,7 @@ int run_all_nodes(const CompileOptions& o, Snapshot& next, Snapshot& prior, Sour
   }
   for (const auto& name : skipped)
     std::fprintf(stderr, "note: Node %s has no %s address: no %s program (kube-proxy runs no such proxier there)\n",
-                 name.c_str(), family_name(backend_family(backends[0])), o.backend.c_str());
+                 name.c_str(), family_name(backends[0].family), o.backend.c_str());
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
   if (diags.has_errors()) return kExitError;
@@ -138,15 +204,15 @@ int run_all_nodes(const CompileOptions& o, Snapshot& next, Snapshot& prior, Sour
     }
     std::string dir = o.output + "/" + name;
     std::filesystem::create_directories(dir, ec);
-    std::string path = dir + (backend == Backend::IPTables ? "/iptables.restore" : "/ip6tables.restore");
+    std::string path = dir + "/" + program_file_name(backend);
     if (ec) {
       std::fprintf(stderr, "error[E0005]: %s: %s\n", dir.c_str(), ec.message().c_str());
       return kExitError;
     }
-    if (!write_output(path, result->text)) return kExitError;
+    if (!write_output(path, result.text())) return kExitError;
     if (o.stats) {
       std::fprintf(stderr, "%s:\n", path.c_str());
-      print_sync_stats(o, *result);
+      print_sync_stats(o, result);
     }
   }
   return kExitOk;
@@ -162,17 +228,32 @@ int run(const CompileOptions& o) {
   Snapshot next, prior;
   bool ok = load_snapshot(o.inputs, lo, sm, &next, diags);
   if (!o.prior.empty()) ok = load_snapshot(o.prior, lo, sm, &prior, diags) && ok;
-  if (ok && all_nodes) return run_all_nodes(o, next, prior, sm, diags);
-  std::optional<CompileResult> result;
-  Backend backend = *backend_from_name(o.backend);
-  if (ok) ok = check_configured_mode(next, o.backend_given, backend, diags);
-  if (ok) result = compile_one(o, next, prior, backend, diags);
+  // The one choice of back end: as asked, else the snapshot's mode (kube-proxy's choice).
+  std::optional<Target> given;
+  if (o.backend_given || !o.family.empty()) {
+    std::string error;
+    given = parse_backend(o.backend, o.family.empty() ? std::nullopt : parse_family(o.family), &error);
+    if (!given) {
+      std::fprintf(stderr, "error: %s\n", error.c_str());
+      return kExitError;
+    }
+  }
+  if (ok && all_nodes) return run_all_nodes(o, o.backend_given ? given : std::nullopt, next, prior, sm, diags);
+  AnyResult result;
+  std::optional<Target> target = given;
+  if (ok && !o.backend_given) target = target_for_mode(next, given ? given->family : IPFamily::V4, diags);
+  if (ok && target && !o.prior_state.empty() && target->kind != BackendKind::IPTables) {
+    diags.report(DiagCode::ModeNotCompiled, {}, "", "",
+                 "--prior-state reads an iptables node's state; nftables drift repair is not built yet");
+    target.reset();
+  }
+  if (ok && target) result = compile_one(o, next, prior, *target, diags);
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
   if (!result) return kExitError;
-  if (!o.prior_state.empty()) return repair_from_state(o, *result);
-  if (!write_output(o.output, result->text)) return kExitError;
-  if (o.stats) print_sync_stats(o, *result);
+  if (!o.prior_state.empty()) return repair_from_state(o, *result.ipt);
+  if (!write_output(o.output, result.text())) return kExitError;
+  if (o.stats) print_sync_stats(o, result);
   return kExitOk;
 }
 
@@ -180,9 +261,16 @@ int run(const CompileOptions& o) {
 
 void add_compile(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<CompileOptions>();
-  CLI::App* cmd = app.add_subcommand("compile", "Compile a snapshot into the restore program kube-proxy would write");
+  CLI::App* cmd = app.add_subcommand(
+      "compile", "Compile a snapshot into the program kube-proxy would write (iptables-restore input or nft transaction)");
   cmd->add_option("inputs", opts->inputs, "snapshot files or directories")->required();
-  add_backend_option(cmd, opts->backend, "iptables (IPv4) or ip6tables (IPv6)");
+  cmd->add_option("--backend", opts->backend,
+                  "iptables, ip6tables (= iptables --family ipv6) or nftables; default: the snapshot's "
+                  "KubeProxyConfiguration.mode (iptables when unset), as on a node")
+      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables"}))
+      ->capture_default_str();
+  cmd->add_option("--family", opts->family, "ipv4 or ipv6 (default ipv4; ip6tables: ipv6)")
+      ->check(CLI::IsMember({"ipv4", "ipv6"}));
   cmd->add_option("--prior", opts->prior,
                   "the snapshot kube-proxy last synced successfully: write the partial restore (KEP-3453) "
                   "that brings the node from it to SNAPSHOT");
@@ -208,6 +296,7 @@ void add_compile(CLI::App& app, int& exit_code) {
       "Examples:\n"
       "  kpc compile cluster/ -o v4.restore --stats        full sync, IPv4\n"
       "  kpc compile cluster/ --backend ip6tables          IPv6, to stdout\n"
+      "  kpc compile cluster/ --backend nftables           kube-proxy's nftables transaction (nft -f)\n"
       "  kpc compile new/ --prior old/                     the partial restore of the next sync (KEP-3453)\n"
       "  kpc compile cluster/ --prior-state node.save      the smallest repair of a node's drift\n"
       "Exit codes: 0 written, 2 error (located diagnostics on stderr; nothing written).");

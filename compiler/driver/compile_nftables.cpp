@@ -1,0 +1,116 @@
+#include "compiler/driver/compile_nftables.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "compiler/proxy/change_tracker.h"
+#include "compiler/proxy/service_ports.h"
+
+namespace kpc {
+
+namespace {
+
+// Interface names reach nft rules unquoted (`iifname != cbr0`, kube-proxy's text): only
+// characters nft reads as one word are safe there.
+bool nft_safe_ifname(const std::string& s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<proxy::NodeContext> nft_node_context(const Snapshot& snap, IPFamily family, DiagSink& diags) {
+  auto node = proxy::build_node_context(snap, family, diags);
+  if (!node) return std::nullopt;
+  bool has_family_address = node->node_ip.has_value();
+  for (const auto& ip : node->host_addresses) has_family_address |= !ip.is_loopback();
+  if (!has_family_address) {
+    diags.report(DiagCode::FamilyUnavailable, snap.config.pos, "", "",
+                 std::string("node \"") + node->node_name + "\" has no " + family_name(family) +
+                     " address (Node status.addresses or NodeEnvironment.interfaces): kube-proxy would run no " +
+                     family_name(family) + " proxier");
+    return std::nullopt;
+  }
+  node->masquerade_all = snap.config.nftables.masquerade_all;
+  node->masquerade_mark = 1u << snap.config.nftables.masquerade_bit;
+  using K = proxy::LocalDetector::Kind;
+  if ((node->detector.kind == K::Bridge || node->detector.kind == K::InterfacePrefix) &&
+      !nft_safe_ifname(node->detector.iface)) {
+    const char* field = node->detector.kind == K::Bridge ? "detectLocal.bridgeInterface" : "detectLocal.interfaceNamePrefix";
+    Pos at = snap.config.fields.at(field);
+    diags.report(DiagCode::InvalidConfig, at.known() ? at : snap.config.pos,
+                 "KubeProxyConfiguration", field,
+                 "\"" + node->detector.iface +
+                     "\": kube-proxy writes this name unquoted into nft rules; only letters, digits, '-', '_' and '.' "
+                     "can be written there safely");
+    return std::nullopt;
+  }
+  return node;
+}
+
+std::vector<std::string> service_cidrs_of(const Snapshot& snap, IPFamily family) {
+  std::vector<std::string> out;
+  for (const auto& sc : snap.service_cidrs)
+    for (const auto& c : sc.cidrs)
+      if (c.family() == family) out.push_back(c.str());
+  // kube-proxy receives a Go set's UnsortedList(); kpc's order is sorted and unique.
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::optional<NftCompileResult> compile_nftables(const Snapshot& snap, IPFamily family, const NftOptions& opts,
+                                                 DiagSink& diags) {
+  auto node = nft_node_context(snap, family, diags);
+  if (!node) return std::nullopt;
+  auto ports = proxy::build_service_ports(snap, *node);
+  NftCompileResult r;
+  nftables::SyncOptions so;
+  so.profile = opts.profile;
+  so.full = true;
+  so.service_cidrs = service_cidrs_of(snap, family);
+  if (opts.listing) r.state.table_exists = true;
+  r.sync = nftables::sync_nftables(ports, *node, so, r.state, opts.listing);
+  r.text = nftables::print_transaction(r.sync.tx);
+  r.cleanup_text = nftables::print_transaction(r.sync.cleanup);
+  return r;
+}
+
+std::optional<NftCompileResult> compile_nftables_from_prior(const Snapshot& next, const Snapshot& prior,
+                                                            IPFamily family, const NftPriorOptions& opts,
+                                                            DiagSink& diags) {
+  auto prior_node = nft_node_context(prior, family, diags);
+  auto next_node = nft_node_context(next, family, diags);
+  if (!prior_node || !next_node) return std::nullopt;
+  auto prior_ports = proxy::build_service_ports(prior, *prior_node);
+  auto next_ports = proxy::build_service_ports(next, *next_node);
+
+  // The prior sync: kube-proxy's memory and the kernel after it synced `prior`.
+  nftables::SyncState state;
+  nftables::SyncOptions po;
+  po.profile = opts.profile;
+  po.service_cidrs = service_cidrs_of(prior, family);
+  po.now_ms = 0;
+  (void)nftables::sync_nftables(prior_ports, *prior_node, po, state);
+
+  auto changes = proxy::compute_changes(prior, prior_ports, *prior_node, next, next_ports, *next_node);
+  nftables::SyncOptions so;
+  so.profile = opts.profile;
+  so.full = opts.force_full || changes.full_sync;
+  so.changed_services = changes.services;
+  so.service_cidrs = service_cidrs_of(next, family);
+  so.now_ms = opts.since_prior_ms;
+  NftCompileResult r;
+  r.sync = nftables::sync_nftables(next_ports, *next_node, so, state);
+  r.text = nftables::print_transaction(r.sync.tx);
+  r.cleanup_text = nftables::print_transaction(r.sync.cleanup);
+  r.partial = !so.full;
+  r.full_sync_reason = opts.force_full ? "a full sync was requested" : changes.full_sync_reason;
+  r.changed_services = std::move(changes.services);
+  r.state = std::move(state);
+  return r;
+}
+
+}  // namespace kpc

@@ -1,0 +1,542 @@
+#include "compiler/nftables/lower.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_set>
+
+#include "compiler/nftables/names.h"
+
+namespace kpc::nftables {
+
+const char* container_name(Container c) {
+  switch (c) {
+    case Container::ClusterIPs: return "cluster-ips";
+    case Container::ServiceIPs: return "service-ips";
+    case Container::FirewallIPs: return "firewall-ips";
+    case Container::NoEndpointServices: return "no-endpoint-services";
+    case Container::NoEndpointNodePorts: return "no-endpoint-nodeports";
+    case Container::ServiceNodePorts: return "service-nodeports";
+  }
+  return "?";
+}
+
+bool container_is_map(Container c) { return c != Container::ClusterIPs; }
+
+namespace {
+
+// Fixed names of the v1.33 layout.
+constexpr const char* kFilterPreroutingPreDnat = "filter-prerouting-pre-dnat";
+constexpr const char* kFilterOutputPreDnat = "filter-output-pre-dnat";
+constexpr const char* kFilterInput = "filter-input";
+constexpr const char* kFilterForward = "filter-forward";
+constexpr const char* kFilterOutput = "filter-output";
+constexpr const char* kNatPrerouting = "nat-prerouting";
+constexpr const char* kNatOutput = "nat-output";
+constexpr const char* kNatPostrouting = "nat-postrouting";
+constexpr const char* kServices = "services";
+constexpr const char* kNodePortIPs = "nodeport-ips";
+constexpr const char* kServiceEndpointsCheck = "service-endpoints-check";
+constexpr const char* kNodePortEndpointsCheck = "nodeport-endpoints-check";
+constexpr const char* kRejectChain = "reject-chain";
+constexpr const char* kClusterIPsCheck = "cluster-ips-check";
+constexpr const char* kFirewallCheck = "firewall-check";
+constexpr const char* kMarkMasq = "mark-for-masquerade";
+constexpr const char* kMasquerading = "masquerading";
+
+struct BaseChainDef {
+  const char* name;
+  const char* type;
+  const char* hook;
+  int priority;  // knftables writes named priorities as numbers: dstnat -100, filter 0, srcnat 100
+};
+constexpr BaseChainDef kBaseChains[] = {
+    {kFilterPreroutingPreDnat, "filter", "prerouting", -110},
+    {kFilterOutputPreDnat, "filter", "output", -110},
+    {kFilterInput, "filter", "input", 0},
+    {kFilterForward, "filter", "forward", 0},
+    {kFilterOutput, "filter", "output", 0},
+    {kNatPrerouting, "nat", "prerouting", -100},
+    {kNatOutput, "nat", "output", -100},
+    {kNatPostrouting, "nat", "postrouting", 100},
+};
+
+struct JumpDef {
+  const char* dst;
+  const char* src;
+  const char* extra;
+};
+constexpr JumpDef kJumpChains[] = {
+    {kNodePortEndpointsCheck, kFilterInput, "ct state new"},
+    {kServiceEndpointsCheck, kFilterInput, "ct state new"},
+    {kServiceEndpointsCheck, kFilterForward, "ct state new"},
+    {kServiceEndpointsCheck, kFilterOutput, "ct state new"},
+    {kFirewallCheck, kFilterPreroutingPreDnat, "ct state new"},
+    {kFirewallCheck, kFilterOutputPreDnat, "ct state new"},
+    {kServices, kNatOutput, ""},
+    {kServices, kNatPrerouting, ""},
+    {kMasquerading, kNatPostrouting, ""},
+    {kClusterIPsCheck, kFilterForward, "ct state new"},
+    {kClusterIPsCheck, kFilterOutput, "ct state new"},
+};
+
+// Go's fmt.Sprintf("%#08x", v): "0x" and at least 8 hex digits.
+std::string mark_text(uint32_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+/// The local-traffic detector's nft words (pkg/proxy/util/localdetector.go).
+std::string if_local(const proxy::NodeContext& node, const char* ipx, bool negate) {
+  const auto& d = node.detector;
+  std::string s;
+  switch (d.kind) {
+    case proxy::LocalDetector::Kind::CIDR:
+      s = std::string(ipx) + " saddr " + (negate ? "!= " : "") + d.cidr.str();
+      break;
+    case proxy::LocalDetector::Kind::Bridge:
+      s = std::string("iifname ") + (negate ? "!= " : "") + d.iface;
+      break;
+    case proxy::LocalDetector::Kind::InterfacePrefix:
+      s = std::string("iifname ") + (negate ? "!= " : "") + d.iface + "*";
+      break;
+    case proxy::LocalDetector::Kind::None: break;
+  }
+  return s;
+}
+
+/// One sync's mutable context: the transaction, the chains made so far, the storages.
+class Syncer {
+ public:
+  Syncer(const proxy::NodeContext& node, const SyncOptions& opts, SyncState& state, SyncResult& out)
+      : node_(node), opts_(opts), state_(state), out_(out), tx_(out.tx) {
+    v6_ = node.family == IPFamily::V6;
+    ipx_ = v6_ ? "ip6" : "ip";
+    addr_type_ = v6_ ? "ipv6_addr" : "ipv4_addr";
+    mark_ = mark_text(node.masquerade_mark);
+  }
+
+  void run(const std::vector<proxy::ServicePortInfo>& ports, const KernelListing* listing) {
+    int64_t start = opts_.now_ms;
+    cleanup_stale_chains(start);
+    if (opts_.full) setup(listing);
+
+    // kube-proxy lists the kernel's chains and sets after the cleanup transaction ran.
+    existing_chains_ = listing && listing->chains ? *listing->chains : state_.kernel_chains;
+    existing_sets_ = listing && listing->sets ? *listing->sets : state_.kernel_sets;
+    for (const auto& s : existing_sets_)
+      if (is_affinity_set(s)) existing_affinity_sets_.insert(s);
+    if (listing && listing->chains) state_.kernel_chains = existing_chains_;
+    if (listing && listing->sets) state_.kernel_sets = existing_sets_;
+
+    for (const auto& sp : ports) out_.total_endpoints += sp.endpoints.size();
+    std::string id;
+    for (const auto& sp : ports) {
+      id.assign(sp.ns).append("/").append(sp.name);
+      bool skip = !opts_.full && !opts_.changed_services.count(id);
+      service_port(sp, skip);
+    }
+
+    // Stale per-service chains: flushed now, deleted by a later sync (kernels before 6.2
+    // need the map elements that referenced them gone for a while first).
+    for (const auto& chain : existing_chains_) {
+      if (!is_service_chain(chain)) continue;
+      if (!active_chains_.count(chain)) {
+        tx_.flush_chain(chain);
+        state_.stale_chains[chain] = start;
+        out_.stale_chains_flushed.insert(chain);
+      } else {
+        state_.stale_chains.erase(chain);
+      }
+    }
+    // Stale affinity sets can go at once.
+    for (const auto& set : existing_affinity_sets_)
+      if (!active_affinity_sets_.count(set)) tx_.delete_set(false, set);
+
+    for (size_t c = 0; c < kContainers; ++c) cleanup_leftovers(static_cast<Container>(c));
+
+    commit_kernel_view();
+    state_.synced_once = true;
+  }
+
+ private:
+  // ------------------------------------------------------------ stale chains
+  void cleanup_stale_chains(int64_t start) {
+    out_.cleanup.family = tx_.family;
+    out_.cleanup.table = tx_.table;
+    std::vector<std::string> done;
+    for (const auto& [chain, modtime] : state_.stale_chains)
+      if (modtime < start - opts_.stale_chain_delay_ms) done.push_back(chain);
+    for (const auto& chain : done) {
+      out_.cleanup.delete_chain(chain);
+      state_.stale_chains.erase(chain);
+      state_.kernel_chains.erase(chain);
+    }
+  }
+
+  // ------------------------------------------------------------ setupNFTables
+  void ensure_chain(const std::string& chain, std::unordered_set<std::string>& created, bool skip_creation) {
+    if (!created.insert(chain).second) return;
+    if (skip_creation) return;
+    tx_.add_chain(chain);
+    tx_.flush_chain(chain);
+  }
+
+  void setup(const KernelListing* listing) {
+    tx_.add_table(std::string("rules for kube-proxy"));
+    if (!state_.flushed) {
+      // Once per process: recreate the base chains, so that a changed hook or priority of a
+      // chain an older kube-proxy made cannot fail the transaction.
+      for (const auto& bc : kBaseChains) {
+        tx_.add_chain(bc.name);
+        tx_.delete_chain(bc.name);
+      }
+      state_.flushed = true;
+    }
+    for (const auto& bc : kBaseChains) {
+      tx_.add_chain(bc.name, BaseChainSpec{bc.type, bc.hook, bc.priority});
+      tx_.flush_chain(bc.name);
+    }
+    std::unordered_set<std::string> created;
+    for (const auto& j : kJumpChains) {
+      ensure_chain(j.dst, created, false);
+      std::string rule = j.extra;
+      if (!rule.empty()) rule += ' ';
+      rule += "jump ";
+      rule += j.dst;
+      tx_.add_rule(j.src, std::move(rule));
+    }
+    for (const char* c : {kServices, kClusterIPsCheck, kMasquerading, kMarkMasq}) ensure_chain(c, created, false);
+
+    tx_.add_rule(kMarkMasq, "mark set mark or " + mark_);
+    tx_.add_rule(kMasquerading, "mark and " + mark_ + " == 0 return");
+    tx_.add_rule(kMasquerading, "mark set mark xor " + mark_);
+    tx_.add_rule(kMasquerading, "masquerade fully-random");
+
+    tx_.add_set(false, "cluster-ips", addr_type_, {}, std::nullopt, std::string("Active ClusterIPs"));
+    tx_.add_rule(kClusterIPsCheck, ipx_ + " daddr @cluster-ips reject",
+                 std::string("Reject traffic to invalid ports of ClusterIPs"));
+    if (!opts_.service_cidrs.empty()) {
+      std::string joined;
+      for (const auto& c : opts_.service_cidrs) {
+        if (!joined.empty()) joined += ',';
+        joined += c;
+      }
+      tx_.add_rule(kClusterIPsCheck, ipx_ + " daddr { " + joined + " } drop",
+                   std::string("Drop traffic to unallocated ClusterIPs"));
+    }
+
+    // nodeport-ips exists only when nodePortAddresses limits NodePorts ("add" then "delete"
+    // when it should not exist: a bare delete fails on a missing set).
+    tx_.add_set(false, kNodePortIPs, addr_type_, {}, std::nullopt, std::string("IPs that accept NodePort traffic"));
+    if (node_.node_ports_match_all) {
+      tx_.delete_set(false, kNodePortIPs);
+    } else {
+      tx_.flush_set(false, kNodePortIPs);
+      for (const auto& ip : node_.node_port_ips()) {
+        if (ip.is_loopback()) continue;  // localhost NodePorts do not exist in nftables mode
+        tx_.add_element(false, kNodePortIPs, ip.str());
+      }
+    }
+
+    std::string vmap_type = addr_type_ + " . inet_proto . inet_service : verdict";
+    tx_.add_set(true, "no-endpoint-services", vmap_type, {}, std::nullopt,
+                std::string("vmap to drop or reject packets to services with no endpoints"));
+    tx_.add_set(true, "no-endpoint-nodeports", "inet_proto . inet_service : verdict", {}, std::nullopt,
+                std::string("vmap to drop or reject packets to service nodeports with no endpoints"));
+    tx_.add_chain(kRejectChain, std::nullopt, std::string("helper for @no-endpoint-services / @no-endpoint-nodeports"));
+    tx_.flush_chain(kRejectChain);
+    tx_.add_rule(kRejectChain, "reject");
+    tx_.add_rule(kServiceEndpointsCheck, ipx_ + " daddr . meta l4proto . th dport vmap @no-endpoint-services");
+    std::string no_localhost = v6_ ? "ip6 daddr != ::1" : "ip daddr != 127.0.0.0/8";
+    if (node_.node_ports_match_all)
+      tx_.add_rule(kNodePortEndpointsCheck, no_localhost + " meta l4proto . th dport vmap @no-endpoint-nodeports");
+    else
+      tx_.add_rule(kNodePortEndpointsCheck,
+                   ipx_ + " daddr @nodeport-ips meta l4proto . th dport vmap @no-endpoint-nodeports");
+
+    tx_.add_set(true, "firewall-ips", vmap_type, {}, std::nullopt,
+                std::string("destinations that are subject to LoadBalancerSourceRanges"));
+    ensure_chain(kFirewallCheck, created, false);
+    tx_.add_rule(kFirewallCheck, ipx_ + " daddr . meta l4proto . th dport vmap @firewall-ips");
+
+    tx_.add_set(true, "service-ips", vmap_type, {}, std::nullopt,
+                std::string("ClusterIP, ExternalIP and LoadBalancer IP traffic"));
+    tx_.add_set(true, "service-nodeports", "inet_proto . inet_service : verdict", {}, std::nullopt,
+                std::string("NodePort traffic"));
+    tx_.add_rule(kServices, ipx_ + " daddr . meta l4proto . th dport vmap @service-ips");
+    if (node_.node_ports_match_all)
+      tx_.add_rule(kServices, "fib daddr type local " + no_localhost + " meta l4proto . th dport vmap @service-nodeports");
+    else
+      tx_.add_rule(kServices, ipx_ + " daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports");
+
+    // readOrReset: the mirror becomes what the kernel lists (nothing when the table is new).
+    for (size_t c = 0; c < kContainers; ++c) {
+      if (listing && listing->elements) state_.elements[c] = (*listing->elements)[c];
+      else if (!state_.table_exists) state_.elements[c].clear();
+      leftovers_[c].clear();
+      leftovers_[c].reserve(state_.elements[c].size());
+      for (const auto& [k, v] : state_.elements[c]) leftovers_[c].insert(k);
+    }
+    leftovers_ready_ = true;
+  }
+
+  // ------------------------------------------------------------ elements
+  void ensure_leftovers() {
+    if (leftovers_ready_) return;
+    // A partial sync starts from the leftover keys the last sync's cleanup reset: every key.
+    for (size_t c = 0; c < kContainers; ++c) {
+      leftovers_[c].clear();
+      leftovers_[c].reserve(state_.elements[c].size());
+      for (const auto& [k, v] : state_.elements[c]) leftovers_[c].insert(k);
+    }
+    leftovers_ready_ = true;
+  }
+
+  void ensure_elem(Container c, std::string key, std::string value, const std::string* comment) {
+    ensure_leftovers();
+    auto& store = state_.of(c);
+    bool is_map = container_is_map(c);
+    auto it = store.find(key);
+    if (it != store.end()) {
+      if (it->second != value) {
+        tx_.delete_element(is_map, container_name(c), key);
+        tx_.add_element(is_map, container_name(c), key, value,
+                        comment ? std::optional<std::string>(*comment) : std::nullopt);
+        it->second = std::move(value);
+      }
+      leftovers_[static_cast<size_t>(c)].erase(key);
+    } else {
+      tx_.add_element(is_map, container_name(c), key, value, comment ? std::optional<std::string>(*comment) : std::nullopt);
+      store.emplace(std::move(key), std::move(value));
+    }
+  }
+
+  void cleanup_leftovers(Container c) {
+    ensure_leftovers();
+    auto& left = leftovers_[static_cast<size_t>(c)];
+    std::vector<std::string> keys(left.begin(), left.end());
+    std::sort(keys.begin(), keys.end());
+    auto& store = state_.of(c);
+    for (auto& k : keys) {
+      tx_.delete_element(container_is_map(c), container_name(c), k);
+      store.erase(k);
+    }
+    left.clear();
+  }
+
+  // ------------------------------------------------------------ one service port
+  bool ep_chain_skip_update(const proxy::ServicePortInfo& sp, const std::string& chain, const std::string& aff) const {
+    if (state_.synced_once) return false;  // only the first sync after start trusts the kernel
+    bool want_affinity = sp.affinity_client_ip;
+    return existing_chains_.count(chain) && want_affinity == (existing_affinity_sets_.count(aff) > 0);
+  }
+
+  void service_port(const proxy::ServicePortInfo& sp, bool skip) {
+    const char* proto = protocol_lower(sp.protocol);
+    ServicePortNames names = service_port_names(sp.ns, sp.name, proto, sp.port_name);
+    proxy::Categorized cat = proxy::categorize_endpoints(sp, node_);
+
+    struct Ep {
+      const proxy::EndpointInfo* ep;
+      std::string chain, affinity;
+    };
+    std::vector<Ep> reachable;
+    reachable.reserve(cat.all_reachable.size());
+    for (const auto* ep : cat.all_reachable) {
+      std::string base = endpoint_base(sp.ns, sp.name, proto, sp.port_name, ep->ip, ep->port);
+      reachable.push_back({ep, "endpoint-" + base, "affinity-" + base});
+    }
+    auto find_ep = [&](const proxy::EndpointInfo* ep) -> const Ep& {
+      for (const auto& e : reachable)
+        if (e.ep == ep) return e;
+      return reachable.front();  // unreachable: cluster/local endpoints are a subset
+    };
+
+    for (const auto& e : reachable) {
+      ensure_chain(e.chain, active_chains_, skip || ep_chain_skip_update(sp, e.chain, e.affinity));
+      if (sp.affinity_client_ip) active_affinity_sets_.insert(e.affinity);
+    }
+
+    bool uses_cluster = !cat.cluster.empty() && sp.uses_cluster_endpoints();
+    if (uses_cluster) ensure_chain(names.cluster_policy, active_chains_, skip);
+    bool uses_local = !cat.local.empty() && sp.uses_local_endpoints();
+    if (uses_local) ensure_chain(names.local_policy, active_chains_, skip);
+
+    const std::string* internal_chain = &names.cluster_policy;
+    bool has_internal = cat.has_any;
+    if (sp.internal_policy_local) {
+      internal_chain = &names.local_policy;
+      if (cat.local.empty()) has_internal = false;
+    }
+    const std::string* external_policy = &names.cluster_policy;
+    bool has_external = cat.has_any;
+    if (sp.external_policy_local) {
+      external_policy = &names.local_policy;
+      if (cat.local.empty()) has_external = false;
+    }
+    bool uses_external = cat.has_any && sp.externally_accessible();
+    if (uses_external) ensure_chain(names.external, active_chains_, skip);
+
+    std::string internal_verdict, external_verdict;
+    if (!cat.has_any) {
+      internal_verdict = external_verdict = std::string("goto ") + kRejectChain;
+    } else {
+      if (!has_internal) {
+        internal_verdict = "drop";
+        ++out_.no_local_endpoints_internal;
+      }
+      if (!has_external) {
+        external_verdict = "drop";
+        ++out_.no_local_endpoints_external;
+      }
+    }
+
+    std::string port = std::to_string(sp.port);
+    auto key3 = [&](const IPAddr& ip) { return ip.str() + " . " + proto + " . " + port; };
+    const std::string& comment = sp.spn;
+
+    ensure_elem(Container::ClusterIPs, sp.cluster_ip.str(), "", nullptr);
+    if (has_internal)
+      ensure_elem(Container::ServiceIPs, key3(sp.cluster_ip), "goto " + *internal_chain, nullptr);
+    else
+      ensure_elem(Container::NoEndpointServices, key3(sp.cluster_ip), internal_verdict, &comment);
+
+    for (const auto& ext : sp.external_ips) {
+      if (cat.has_any) ensure_elem(Container::ServiceIPs, key3(ext), "goto " + names.external, nullptr);
+      if (!has_external) ensure_elem(Container::NoEndpointServices, key3(ext), external_verdict, &comment);
+    }
+
+    bool uses_fw = !sp.lb_vips.empty() && !sp.source_ranges.empty();
+    if (uses_fw) ensure_chain(names.firewall, active_chains_, skip);
+    for (const auto& vip : sp.lb_vips) {
+      if (cat.has_any) ensure_elem(Container::ServiceIPs, key3(vip), "goto " + names.external, nullptr);
+      if (uses_fw) ensure_elem(Container::FirewallIPs, key3(vip), "goto " + names.firewall, nullptr);
+    }
+    if (!has_external)
+      for (const auto& vip : sp.lb_vips)
+        ensure_elem(Container::NoEndpointServices, key3(vip), external_verdict, &comment);
+
+    if (sp.node_port != 0) {
+      std::string key = std::string(proto) + " . " + std::to_string(sp.node_port);
+      if (cat.has_any) ensure_elem(Container::ServiceNodePorts, key, "goto " + names.external, nullptr);
+      if (!has_external) ensure_elem(Container::NoEndpointNodePorts, key, external_verdict, &comment);
+    }
+
+    if (skip) return;
+    ++out_.services_written;
+
+    if (has_internal) {
+      if (node_.masquerade_all)
+        tx_.add_rule(*internal_chain, ipx_ + " daddr " + sp.cluster_ip.str() + " jump " + kMarkMasq);
+      else if (node_.detector.implemented())
+        tx_.add_rule(*internal_chain,
+                     ipx_ + " daddr " + sp.cluster_ip.str() + " " + if_local(node_, ipx_.c_str(), true) + " jump " + kMarkMasq);
+    }
+
+    if (uses_external) {
+      if (!sp.external_policy_local) {
+        tx_.add_rule(names.external, std::string("jump ") + kMarkMasq);
+      } else {
+        if (node_.detector.implemented())
+          tx_.add_rule(names.external, if_local(node_, ipx_.c_str(), false) + " goto " + names.cluster_policy,
+                       std::string("short-circuit pod traffic"));
+        tx_.add_rule(names.external, std::string("fib saddr type local jump ") + kMarkMasq,
+                     std::string("masquerade local traffic"));
+        tx_.add_rule(names.external, "fib saddr type local goto " + names.cluster_policy,
+                     std::string("short-circuit local traffic"));
+      }
+      if (has_external) tx_.add_rule(names.external, "goto " + *external_policy);
+    }
+
+    if (uses_fw) {
+      std::string sources;
+      bool allow_from_node = false;
+      for (const auto& cidr : sp.source_ranges) {
+        if (!sources.empty()) sources += " , ";
+        sources += cidr.str();
+        if (node_.node_ip && cidr.contains(*node_.node_ip)) allow_from_node = true;
+      }
+      if (allow_from_node)
+        for (const auto& vip : sp.lb_vips) sources += " , " + vip.str();
+      tx_.add_rule(names.firewall, ipx_ + " saddr != { " + sources + " } drop");
+    }
+
+    if (sp.affinity_client_ip)
+      for (const auto& e : reachable)
+        tx_.add_set(false, e.affinity, addr_type_, "dynamic,timeout", sp.affinity_seconds);
+
+    auto write_lb = [&](const std::string& chain, const std::vector<const proxy::EndpointInfo*>& eps) {
+      if (sp.affinity_client_ip)
+        for (const auto* ep : eps) {
+          const Ep& e = find_ep(ep);
+          tx_.add_rule(chain, ipx_ + " saddr @" + e.affinity + " goto " + e.chain);
+        }
+      std::string rule = "numgen random mod " + std::to_string(eps.size()) + " vmap {";
+      for (size_t i = 0; i < eps.size(); ++i) {
+        rule += ' ';
+        rule += std::to_string(i);
+        rule += " : goto ";
+        rule += find_ep(eps[i]).chain;
+        if (i + 1 != eps.size()) rule += " ,";
+      }
+      rule += " }";
+      tx_.add_rule(chain, std::move(rule));
+    };
+    if (uses_cluster) write_lb(names.cluster_policy, cat.cluster);
+    if (uses_local) write_lb(names.local_policy, cat.local);
+
+    for (const auto& e : reachable) {
+      if (ep_chain_skip_update(sp, e.chain, e.affinity)) continue;
+      std::string ip = e.ep->ip.str();
+      tx_.add_rule(e.chain, ipx_ + " saddr " + ip + " jump " + kMarkMasq);
+      if (sp.affinity_client_ip) tx_.add_rule(e.chain, "update @" + e.affinity + " { " + ipx_ + " saddr }");
+      tx_.add_rule(e.chain, std::string("meta l4proto ") + proto + " dnat to " + std::string(e.ep->str()));
+    }
+  }
+
+  // ------------------------------------------------------------ the kernel afterwards
+  void commit_kernel_view() {
+    // Replays the transaction's effect on the chain and set names (assuming it succeeds).
+    auto& chains = state_.kernel_chains;
+    auto& sets = state_.kernel_sets;
+    for (const auto& op : tx_.ops) {
+      if (op.kind == ObjectKind::Table && op.verb == Verb::Add) state_.table_exists = true;
+      if (op.kind == ObjectKind::Chain) {
+        if (op.verb == Verb::Add || op.verb == Verb::Create) chains.insert(op.name);
+        else if (op.verb == Verb::Delete) chains.erase(op.name);
+      } else if (op.kind == ObjectKind::Set || op.kind == ObjectKind::Map) {
+        if (op.verb == Verb::Add || op.verb == Verb::Create) sets.insert(op.name);
+        else if (op.verb == Verb::Delete) sets.erase(op.name);
+      }
+    }
+  }
+
+  const proxy::NodeContext& node_;
+  const SyncOptions& opts_;
+  SyncState& state_;
+  SyncResult& out_;
+  Transaction& tx_;
+  bool v6_ = false;
+  std::string ipx_, addr_type_, mark_;
+  std::set<std::string> existing_chains_, existing_sets_, existing_affinity_sets_;
+  std::unordered_set<std::string> active_chains_;
+  std::set<std::string> active_affinity_sets_;
+  std::array<std::unordered_set<std::string>, kContainers> leftovers_;
+  bool leftovers_ready_ = false;
+};
+
+}  // namespace
+
+SyncResult sync_nftables(const std::vector<proxy::ServicePortInfo>& ports, const proxy::NodeContext& node,
+                         const SyncOptions& opts, SyncState& state, const KernelListing* listing) {
+  SyncResult out;
+  out.tx.family = table_family_of(node.family);
+  Syncer s(node, opts, state, out);
+  s.run(ports, listing);
+  return out;
+}
+
+void sync_failed(SyncState& state) { state.stale_chains.clear(); }
+
+}  // namespace kpc::nftables
