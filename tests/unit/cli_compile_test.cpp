@@ -86,9 +86,10 @@ TEST(CliValidate, ExitCodesAndVersion) {
 namespace kpc::test {
 namespace {
 
-// Issue 13: KubeProxyConfiguration.mode is honoured. Until the nftables and IPVS back ends
-// exist, a snapshot whose mode names one of them is not silently compiled to iptables rules.
-TEST(CliCompile, ConfiguredModeWithoutABackEndIsAnErrorUnlessOneIsNamed) {
+// Issue 13: KubeProxyConfiguration.mode is honoured. `compile` follows mode: nftables (issue
+// 14) compiles kube-proxy's nft transaction; ipvs, which has no back end yet, is an error
+// unless a back end is named. Commands that read iptables programs only refuse both modes.
+TEST(CliCompile, ConfiguredModeDecidesTheBackEnd) {
   std::string dir = temp_dir("mode");
   std::filesystem::copy(source_path("fixtures/example"), dir + "/ex", std::filesystem::copy_options::recursive);
   std::filesystem::remove_all(dir + "/ex/expected");
@@ -97,11 +98,17 @@ TEST(CliCompile, ConfiguredModeWithoutABackEndIsAnErrorUnlessOneIsNamed) {
     std::string c = cfg;
     c.replace(c.find("mode: iptables"), 14, std::string("mode: ") + mode);
     write_file(dir + "/ex/kube-proxy.yaml", c);
+    bool nft = std::string(mode) == "nftables";
     for (const char* sub : {"compile", "drift", "diff"}) {
       std::vector<std::string> argv = {bin_path("kpc"), sub, dir + "/ex"};
       if (std::string(sub) == "drift") argv.insert(argv.end(), {"--state", source_path("fixtures/example/expected/iptables.restore")});
       if (std::string(sub) == "diff") argv.push_back(source_path("fixtures/example"));
       auto r = run(argv);
+      if (nft && std::string(sub) == "compile") {
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_EQ(r.out, read_file(source_path("fixtures/example/expected/nftables-ipv4.nft")));
+        continue;
+      }
       EXPECT_EQ(r.exit_code, 2) << sub << " " << mode << ": " << r.err;
       EXPECT_NE(r.err.find("kube-proxy.yaml:4:7: error[E0702]"), std::string::npos) << r.err;
       EXPECT_EQ(r.out, "") << sub;
@@ -110,6 +117,21 @@ TEST(CliCompile, ConfiguredModeWithoutABackEndIsAnErrorUnlessOneIsNamed) {
     EXPECT_EQ(named.exit_code, 0) << named.err;
     EXPECT_EQ(named.out, read_file(source_path("fixtures/example/expected/iptables.restore")));
   }
+}
+
+TEST(CliCompile, FamilySwitchIsOneForEveryBackEnd) {
+  std::string ex = source_path("fixtures/example");
+  auto v6 = run({bin_path("kpc"), "compile", ex, "--backend", "iptables", "--family", "ipv6"});
+  EXPECT_EQ(v6.exit_code, 0) << v6.err;
+  EXPECT_EQ(v6.out, read_file(ex + "/expected/ip6tables.restore"));
+  auto nft6 = run({bin_path("kpc"), "compile", ex, "--backend", "nftables", "--family", "ipv6"});
+  EXPECT_EQ(nft6.exit_code, 0) << nft6.err;
+  EXPECT_EQ(nft6.out, read_file(ex + "/expected/nftables-ipv6.nft"));
+  EXPECT_EQ(nft6.out.rfind("add table ip6 kube-proxy", 0), 0u);
+  auto clash = run({bin_path("kpc"), "compile", ex, "--backend", "ip6tables", "--family", "ipv4"});
+  EXPECT_EQ(clash.exit_code, 2);
+  EXPECT_NE(clash.err.find("contradicts --family ipv4"), std::string::npos) << clash.err;
+  EXPECT_EQ(clash.out, "");
 }
 
 }  // namespace
