@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include "bench/one_change.h"
+#include "bench/reference_snapshot.h"
 #include "bench/synthetic_cluster.h"
 #include "compiler/driver/compile.h"
 #include "compiler/driver/incremental.h"
@@ -14,11 +15,7 @@
 namespace kpc::bench {
 namespace {
 
-const std::string& cluster_text(bool json) {
-  static const std::string j = synthetic_cluster_json(ClusterShape{});
-  static const std::string y = synthetic_cluster_yaml(ClusterShape{});
-  return json ? j : y;
-}
+const std::string& cluster_text(bool json) { return reference_cluster_text(json); }
 
 void load(benchmark::State& state, bool json) {
   const std::string& text = cluster_text(json);
@@ -39,16 +36,7 @@ void BM_LoadYAML(benchmark::State& state) { load(state, false); }
 BENCHMARK(BM_LoadJSON)->Unit(benchmark::kMillisecond)->Iterations(3);
 BENCHMARK(BM_LoadYAML)->Unit(benchmark::kMillisecond)->Iterations(2);
 
-const Snapshot& loaded() {
-  static Snapshot snap = [] {
-    SourceManager sm;
-    DiagSink diags;
-    Snapshot s;
-    load_snapshot_text({{"cluster.json", cluster_text(true)}}, LoadOptions{}, sm, &s, diags);
-    return s;
-  }();
-  return snap;
-}
+const Snapshot& loaded() { return reference_snapshot(); }
 
 // The compile phase: model -> node context -> service ports -> IR -> restore text.
 void BM_CompileFull(benchmark::State& state) {

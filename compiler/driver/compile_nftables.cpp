@@ -71,6 +71,7 @@ std::optional<NftCompileResult> compile_nftables(const Snapshot& snap, IPFamily 
   so.profile = opts.profile;
   so.full = true;
   so.service_cidrs = service_cidrs_of(snap, family);
+  so.track_kernel = opts.keep_state;
   if (opts.listing) r.state.table_exists = true;
   r.sync = nftables::sync_nftables(ports, *node, so, r.state, opts.listing);
   r.text = nftables::print_transaction(r.sync.tx);

@@ -38,6 +38,9 @@ struct NftOptions {
   /// What the kernel holds at the start (e.g. read from a node); unset: no kube-proxy table
   /// (a first sync on a fresh node).
   const nftables::KernelListing* listing = nullptr;
+  /// Keep the proxier's state complete in the result (what the kernel holds afterwards), for
+  /// a next sync; a one-shot compile turns it off.
+  bool keep_state = true;
 };
 
 /// The first sync of a kube-proxy process: a full transaction (on a node without the table,

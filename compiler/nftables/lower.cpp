@@ -122,12 +122,25 @@ class Syncer {
     if (opts_.full) setup(listing);
 
     // kube-proxy lists the kernel's chains and sets after the cleanup transaction ran.
-    existing_chains_ = listing && listing->chains ? *listing->chains : state_.kernel_chains;
-    existing_sets_ = listing && listing->sets ? *listing->sets : state_.kernel_sets;
-    for (const auto& s : existing_sets_)
+    if (listing && listing->chains) state_.kernel_chains = *listing->chains;
+    if (listing && listing->sets) state_.kernel_sets = *listing->sets;
+    const auto& existing_chains = state_.kernel_chains;
+    for (const auto& s : state_.kernel_sets)
       if (is_affinity_set(s)) existing_affinity_sets_.insert(s);
-    if (listing && listing->chains) state_.kernel_chains = existing_chains_;
-    if (listing && listing->sets) state_.kernel_sets = existing_sets_;
+    existing_chains_ = &existing_chains;
+    // Room for a full sync's operations (per port: ~12 for its chains, rules and elements;
+    // per endpoint: add + flush of its chain and 2-3 rules), so the vector never moves.
+    size_t estimate = 0, chains = 0, elements = 0;
+    for (const auto& sp : ports) {
+      estimate += 16 + 6 * sp.endpoints.size();
+      chains += 4 + sp.endpoints.size();
+      elements += 2 + sp.external_ips.size() + 2 * sp.lb_vips.size() + (sp.node_port ? 1 : 0);
+    }
+    if (opts_.full) {
+      tx_.ops.reserve(tx_.ops.size() + estimate);
+      active_chains_.reserve(chains);
+      for (auto& e : state_.elements) e.reserve(elements);
+    }
 
     for (const auto& sp : ports) out_.total_endpoints += sp.endpoints.size();
     std::string id;
@@ -138,24 +151,30 @@ class Syncer {
     }
 
     // Stale per-service chains: flushed now, deleted by a later sync (kernels before 6.2
-    // need the map elements that referenced them gone for a while first).
-    for (const auto& chain : existing_chains_) {
+    // need the map elements that referenced them gone for a while first). Sorted: kube-proxy
+    // walks a Go set.
+    std::vector<const std::string*> stale;
+    for (const auto& chain : existing_chains) {
       if (!is_service_chain(chain)) continue;
-      if (!active_chains_.count(chain)) {
-        tx_.flush_chain(chain);
-        state_.stale_chains[chain] = start;
-        out_.stale_chains_flushed.insert(chain);
-      } else {
-        state_.stale_chains.erase(chain);
-      }
+      if (!active_chains_.count(chain)) stale.push_back(&chain);
+      else if (!state_.stale_chains.empty()) state_.stale_chains.erase(chain);
+    }
+    std::sort(stale.begin(), stale.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+    for (const std::string* chain : stale) {
+      tx_.flush_chain(*chain);
+      state_.stale_chains[*chain] = start;
+      out_.stale_chains_flushed.insert(*chain);
     }
     // Stale affinity sets can go at once.
     for (const auto& set : existing_affinity_sets_)
-      if (!active_affinity_sets_.count(set)) tx_.delete_set(false, set);
+      if (!active_affinity_sets_.count(set)) {
+        tx_.delete_set(false, set);
+        state_.kernel_sets.erase(set);
+      }
 
     for (size_t c = 0; c < kContainers; ++c) cleanup_leftovers(static_cast<Container>(c));
 
-    commit_kernel_view();
+    if (opts_.track_kernel) commit_kernel_view();
     state_.synced_once = true;
   }
 
@@ -175,8 +194,9 @@ class Syncer {
   }
 
   // ------------------------------------------------------------ setupNFTables
-  void ensure_chain(const std::string& chain, std::unordered_set<std::string>& created, bool skip_creation) {
-    if (!created.insert(chain).second) return;
+  template <typename Set>
+  void ensure_chain(std::string_view chain, Set& created, bool skip_creation) {
+    if (!created.insert(typename Set::value_type(chain)).second) return;
     if (skip_creation) return;
     tx_.add_chain(chain);
     tx_.flush_chain(chain);
@@ -302,12 +322,13 @@ class Syncer {
       if (it->second != value) {
         tx_.delete_element(is_map, container_name(c), key);
         tx_.add_element(is_map, container_name(c), key, value,
-                        comment ? std::optional<std::string>(*comment) : std::nullopt);
+                        comment ? std::optional<std::string_view>(*comment) : std::nullopt);
         it->second = std::move(value);
       }
       leftovers_[static_cast<size_t>(c)].erase(key);
     } else {
-      tx_.add_element(is_map, container_name(c), key, value, comment ? std::optional<std::string>(*comment) : std::nullopt);
+      tx_.add_element(is_map, container_name(c), key, value,
+                      comment ? std::optional<std::string_view>(*comment) : std::nullopt);
       store.emplace(std::move(key), std::move(value));
     }
   }
@@ -326,26 +347,42 @@ class Syncer {
   }
 
   // ------------------------------------------------------------ one service port
-  bool ep_chain_skip_update(const proxy::ServicePortInfo& sp, const std::string& chain, const std::string& aff) const {
-    if (state_.synced_once) return false;  // only the first sync after start trusts the kernel
+  bool ep_chain_skip_update(const proxy::ServicePortInfo& sp, std::string_view chain, std::string_view aff) const {
+    if (state_.synced_once || existing_chains_->empty()) return false;  // only the first sync trusts the kernel
     bool want_affinity = sp.affinity_client_ip;
-    return existing_chains_.count(chain) && want_affinity == (existing_affinity_sets_.count(aff) > 0);
+    return existing_chains_->count(chain) && want_affinity == (existing_affinity_sets_.count(std::string(aff)) > 0);
   }
+
+  struct Ep {
+    const proxy::EndpointInfo* ep;
+    std::string_view chain, affinity;  ///< in the transaction's text
+  };
+  struct Names {
+    std::string_view cluster_policy, local_policy, external, firewall;  ///< in the transaction's text
+  };
 
   void service_port(const proxy::ServicePortInfo& sp, bool skip) {
     const char* proto = protocol_lower(sp.protocol);
-    ServicePortNames names = service_port_names(sp.ns, sp.name, proto, sp.port_name);
+    Names names;
+    {
+      ServicePortNames n = service_port_names(sp.ns, sp.name, proto, sp.port_name);
+      names = {tx_.intern(n.cluster_policy), tx_.intern(n.local_policy), tx_.intern(n.external), tx_.intern(n.firewall)};
+    }
     proxy::Categorized cat = proxy::categorize_endpoints(sp, node_);
 
-    struct Ep {
-      const proxy::EndpointInfo* ep;
-      std::string chain, affinity;
-    };
-    std::vector<Ep> reachable;
-    reachable.reserve(cat.all_reachable.size());
+    std::vector<Ep>& reachable = reachable_;
+    reachable.clear();
+    std::string& name = name_buf_;
     for (const auto* ep : cat.all_reachable) {
-      std::string base = endpoint_base(sp.ns, sp.name, proto, sp.port_name, ep->ip, ep->port);
-      reachable.push_back({ep, "endpoint-" + base, "affinity-" + base});
+      Ep& e = reachable.emplace_back();
+      e.ep = ep;
+      name.assign("endpoint-");
+      append_endpoint_base(name, sp.ns, sp.name, proto, sp.port_name, ep->ip, ep->port);
+      e.chain = tx_.intern(name);
+      // The affinity set is only named where the service has ClientIP affinity (and where
+      // the first sync asks whether the kernel has it).
+      if (sp.affinity_client_ip || (!state_.synced_once && !existing_chains_->empty()))
+        e.affinity = tx_.intern(std::string("affinity-").append(e.chain.substr(9)));
     }
     auto find_ep = [&](const proxy::EndpointInfo* ep) -> const Ep& {
       for (const auto& e : reachable)
@@ -355,7 +392,7 @@ class Syncer {
 
     for (const auto& e : reachable) {
       ensure_chain(e.chain, active_chains_, skip || ep_chain_skip_update(sp, e.chain, e.affinity));
-      if (sp.affinity_client_ip) active_affinity_sets_.insert(e.affinity);
+      if (sp.affinity_client_ip) active_affinity_sets_.emplace(e.affinity);
     }
 
     bool uses_cluster = !cat.cluster.empty() && sp.uses_cluster_endpoints();
@@ -363,13 +400,13 @@ class Syncer {
     bool uses_local = !cat.local.empty() && sp.uses_local_endpoints();
     if (uses_local) ensure_chain(names.local_policy, active_chains_, skip);
 
-    const std::string* internal_chain = &names.cluster_policy;
+    const std::string_view* internal_chain = &names.cluster_policy;
     bool has_internal = cat.has_any;
     if (sp.internal_policy_local) {
       internal_chain = &names.local_policy;
       if (cat.local.empty()) has_internal = false;
     }
-    const std::string* external_policy = &names.cluster_policy;
+    const std::string_view* external_policy = &names.cluster_policy;
     bool has_external = cat.has_any;
     if (sp.external_policy_local) {
       external_policy = &names.local_policy;
@@ -398,20 +435,20 @@ class Syncer {
 
     ensure_elem(Container::ClusterIPs, sp.cluster_ip.str(), "", nullptr);
     if (has_internal)
-      ensure_elem(Container::ServiceIPs, key3(sp.cluster_ip), "goto " + *internal_chain, nullptr);
+      ensure_elem(Container::ServiceIPs, key3(sp.cluster_ip), "goto " + std::string(*internal_chain), nullptr);
     else
       ensure_elem(Container::NoEndpointServices, key3(sp.cluster_ip), internal_verdict, &comment);
 
     for (const auto& ext : sp.external_ips) {
-      if (cat.has_any) ensure_elem(Container::ServiceIPs, key3(ext), "goto " + names.external, nullptr);
+      if (cat.has_any) ensure_elem(Container::ServiceIPs, key3(ext), "goto " + std::string(names.external), nullptr);
       if (!has_external) ensure_elem(Container::NoEndpointServices, key3(ext), external_verdict, &comment);
     }
 
     bool uses_fw = !sp.lb_vips.empty() && !sp.source_ranges.empty();
     if (uses_fw) ensure_chain(names.firewall, active_chains_, skip);
     for (const auto& vip : sp.lb_vips) {
-      if (cat.has_any) ensure_elem(Container::ServiceIPs, key3(vip), "goto " + names.external, nullptr);
-      if (uses_fw) ensure_elem(Container::FirewallIPs, key3(vip), "goto " + names.firewall, nullptr);
+      if (cat.has_any) ensure_elem(Container::ServiceIPs, key3(vip), "goto " + std::string(names.external), nullptr);
+      if (uses_fw) ensure_elem(Container::FirewallIPs, key3(vip), "goto " + std::string(names.firewall), nullptr);
     }
     if (!has_external)
       for (const auto& vip : sp.lb_vips)
@@ -419,7 +456,7 @@ class Syncer {
 
     if (sp.node_port != 0) {
       std::string key = std::string(proto) + " . " + std::to_string(sp.node_port);
-      if (cat.has_any) ensure_elem(Container::ServiceNodePorts, key, "goto " + names.external, nullptr);
+      if (cat.has_any) ensure_elem(Container::ServiceNodePorts, key, "goto " + std::string(names.external), nullptr);
       if (!has_external) ensure_elem(Container::NoEndpointNodePorts, key, external_verdict, &comment);
     }
 
@@ -439,14 +476,14 @@ class Syncer {
         tx_.add_rule(names.external, std::string("jump ") + kMarkMasq);
       } else {
         if (node_.detector.implemented())
-          tx_.add_rule(names.external, if_local(node_, ipx_.c_str(), false) + " goto " + names.cluster_policy,
+          tx_.add_rule(names.external, if_local(node_, ipx_.c_str(), false) + " goto " + std::string(names.cluster_policy),
                        std::string("short-circuit pod traffic"));
         tx_.add_rule(names.external, std::string("fib saddr type local jump ") + kMarkMasq,
                      std::string("masquerade local traffic"));
-        tx_.add_rule(names.external, "fib saddr type local goto " + names.cluster_policy,
+        tx_.add_rule(names.external, "fib saddr type local goto " + std::string(names.cluster_policy),
                      std::string("short-circuit local traffic"));
       }
-      if (has_external) tx_.add_rule(names.external, "goto " + *external_policy);
+      if (has_external) tx_.add_rule(names.external, "goto " + std::string(*external_policy));
     }
 
     if (uses_fw) {
@@ -466,11 +503,11 @@ class Syncer {
       for (const auto& e : reachable)
         tx_.add_set(false, e.affinity, addr_type_, "dynamic,timeout", sp.affinity_seconds);
 
-    auto write_lb = [&](const std::string& chain, const std::vector<const proxy::EndpointInfo*>& eps) {
+    auto write_lb = [&](std::string_view chain, const std::vector<const proxy::EndpointInfo*>& eps) {
       if (sp.affinity_client_ip)
         for (const auto* ep : eps) {
           const Ep& e = find_ep(ep);
-          tx_.add_rule(chain, ipx_ + " saddr @" + e.affinity + " goto " + e.chain);
+          tx_.add_rule(chain, ipx_ + " saddr @" + std::string(e.affinity) + " goto " + std::string(e.chain));
         }
       std::string rule = "numgen random mod " + std::to_string(eps.size()) + " vmap {";
       for (size_t i = 0; i < eps.size(); ++i) {
@@ -486,28 +523,37 @@ class Syncer {
     if (uses_cluster) write_lb(names.cluster_policy, cat.cluster);
     if (uses_local) write_lb(names.local_policy, cat.local);
 
+    std::string& rule = scratch_;
     for (const auto& e : reachable) {
       if (ep_chain_skip_update(sp, e.chain, e.affinity)) continue;
-      std::string ip = e.ep->ip.str();
-      tx_.add_rule(e.chain, ipx_ + " saddr " + ip + " jump " + kMarkMasq);
-      if (sp.affinity_client_ip) tx_.add_rule(e.chain, "update @" + e.affinity + " { " + ipx_ + " saddr }");
-      tx_.add_rule(e.chain, std::string("meta l4proto ") + proto + " dnat to " + std::string(e.ep->str()));
+      rule.assign(ipx_).append(" saddr ");
+      e.ep->ip.append_to(rule);
+      rule.append(" jump ").append(kMarkMasq);
+      tx_.add_rule(e.chain, rule);
+      if (sp.affinity_client_ip) {
+        rule.assign("update @").append(e.affinity).append(" { ").append(ipx_).append(" saddr }");
+        tx_.add_rule(e.chain, rule);
+      }
+      rule.assign("meta l4proto ").append(proto).append(" dnat to ").append(e.ep->str());
+      tx_.add_rule(e.chain, rule);
     }
   }
 
   // ------------------------------------------------------------ the kernel afterwards
+  // What the kernel lists after this transaction (assuming it succeeds): every chain it
+  // had (stale ones stay, flushed), the chains this sync uses, the fixed ones; sets likewise.
   void commit_kernel_view() {
-    // Replays the transaction's effect on the chain and set names (assuming it succeeds).
     auto& chains = state_.kernel_chains;
-    auto& sets = state_.kernel_sets;
+    chains.reserve(chains.size() + active_chains_.size());
+    for (std::string_view c : active_chains_) chains.emplace(c);
     for (const auto& op : tx_.ops) {
       if (op.kind == ObjectKind::Table && op.verb == Verb::Add) state_.table_exists = true;
-      if (op.kind == ObjectKind::Chain) {
-        if (op.verb == Verb::Add || op.verb == Verb::Create) chains.insert(op.name);
-        else if (op.verb == Verb::Delete) chains.erase(op.name);
-      } else if (op.kind == ObjectKind::Set || op.kind == ObjectKind::Map) {
-        if (op.verb == Verb::Add || op.verb == Verb::Create) sets.insert(op.name);
-        else if (op.verb == Verb::Delete) sets.erase(op.name);
+      // Per-service chains are all in active_chains_; only the fixed ones are added here.
+      if (op.kind == ObjectKind::Chain && op.verb == Verb::Add && !is_service_chain(op.name))
+        chains.emplace(op.name);
+      if (op.kind == ObjectKind::Set || op.kind == ObjectKind::Map) {
+        if (op.verb == Verb::Add) state_.kernel_sets.emplace(op.name);
+        else if (op.verb == Verb::Delete) state_.kernel_sets.erase(std::string(op.name));
       }
     }
   }
@@ -519,10 +565,14 @@ class Syncer {
   Transaction& tx_;
   bool v6_ = false;
   std::string ipx_, addr_type_, mark_;
-  std::set<std::string> existing_chains_, existing_sets_, existing_affinity_sets_;
-  std::unordered_set<std::string> active_chains_;
+  const NameSet* existing_chains_ = nullptr;
+  std::set<std::string> existing_affinity_sets_;
+  std::unordered_set<std::string_view> active_chains_;  ///< views into the transaction's text
+  std::vector<Ep> reachable_;
   std::set<std::string> active_affinity_sets_;
   std::array<std::unordered_set<std::string>, kContainers> leftovers_;
+  std::string scratch_;  ///< rule text being built (reused: no allocation per rule)
+  std::string name_buf_;
   bool leftovers_ready_ = false;
 };
 

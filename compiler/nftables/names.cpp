@@ -1,12 +1,17 @@
 #include "compiler/nftables/names.h"
 
+#include <cstdio>
+
 #include "compiler/support/sha256.h"
 
 namespace kpc::nftables {
 
 std::string hash_and_truncate(std::string_view name) {
   auto digest = sha256(name);
-  std::string out = base32(digest.data(), digest.size()).substr(0, 8);
+  // Eight base32 characters are exactly the first five bytes of the digest.
+  std::string out;
+  out.reserve(9 + name.size());
+  out = base32(digest.data(), 5);
   out += '-';
   out += name;
   if (out.size() > kChainNameBaseLengthMax) {
@@ -32,6 +37,30 @@ std::string endpoint_base(std::string_view ns, std::string_view name, std::strin
   for (char c : ip.str()) s += c == ':' ? '.' : c;
   s.append("/").append(std::to_string(port));
   return hash_and_truncate(s);
+}
+
+void append_endpoint_base(std::string& out, std::string_view ns, std::string_view name, std::string_view proto,
+                          std::string_view port_name, const IPAddr& ip, int32_t port) {
+  thread_local std::string readable;
+  readable.clear();
+  readable.append(ns).append("/").append(name).append("/").append(proto).append("/").append(port_name).append("__");
+  size_t ip_at = readable.size();
+  ip.append_to(readable);
+  for (size_t i = ip_at; i < readable.size(); ++i)
+    if (readable[i] == ':') readable[i] = '.';
+  readable += '/';
+  char digits[16];
+  int n = std::snprintf(digits, sizeof digits, "%d", port);
+  readable.append(digits, static_cast<size_t>(n));
+  auto digest = sha256(readable);
+  size_t start = out.size();
+  out += base32(digest.data(), 5);
+  out += '-';
+  out += readable;
+  if (out.size() - start > kChainNameBaseLengthMax) {
+    out.resize(start + kChainNameBaseLengthMax - 3);
+    out += "...";
+  }
 }
 
 ServicePortNames service_port_names(std::string_view ns, std::string_view name, std::string_view proto,

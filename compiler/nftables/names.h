@@ -24,6 +24,10 @@ std::string service_port_base(std::string_view ns, std::string_view name, std::s
 std::string endpoint_base(std::string_view ns, std::string_view name, std::string_view proto,
                           std::string_view port_name, const IPAddr& ip, int32_t port);
 
+/// endpoint_base, appended to out without temporaries (the hot path: one per endpoint).
+void append_endpoint_base(std::string& out, std::string_view ns, std::string_view name, std::string_view proto,
+                          std::string_view port_name, const IPAddr& ip, int32_t port);
+
 /// The per-service names kube-proxy derives once per service port.
 struct ServicePortNames {
   std::string cluster_policy;  ///< "service-" + base

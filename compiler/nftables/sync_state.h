@@ -9,10 +9,12 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <string_view>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace kpc::nftables {
 
@@ -22,8 +24,15 @@ constexpr size_t kContainers = 6;
 const char* container_name(Container c);  ///< "cluster-ips", "service-ips", ...
 bool container_is_map(Container c);       ///< all but cluster-ips
 
+/// Hash and equality that also take string_views (lookups without a copy).
+struct TextHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+};
+using NameSet = std::unordered_set<std::string, TextHash, std::equal_to<>>;
+
 /// nftElementStorage: key ("a . b . c") -> value ("goto chain", "drop", "" for sets).
-using ElementMap = std::unordered_map<std::string, std::string>;
+using ElementMap = std::unordered_map<std::string, std::string, TextHash, std::equal_to<>>;
 
 struct SyncState {
   bool flushed = false;      ///< the base chains were added and deleted once (first full sync of a process)
@@ -35,8 +44,8 @@ struct SyncState {
   /// The kernel's table as the last successful transactions left it: what kube-proxy's
   /// `List(chain)` / `List(sets)` return at the next sync, unless a real listing is given.
   bool table_exists = false;
-  std::set<std::string> kernel_chains;
-  std::set<std::string> kernel_sets;
+  NameSet kernel_chains;
+  NameSet kernel_sets;
 
   ElementMap& of(Container c) { return elements[static_cast<size_t>(c)]; }
   const ElementMap& of(Container c) const { return elements[static_cast<size_t>(c)]; }
@@ -44,8 +53,8 @@ struct SyncState {
 
 /// What the kernel holds, read by kube-proxy at a sync; each part unset = as SyncState says.
 struct KernelListing {
-  std::optional<std::set<std::string>> chains;
-  std::optional<std::set<std::string>> sets;
+  std::optional<NameSet> chains;
+  std::optional<NameSet> sets;
   /// Elements of the six containers (read by a full sync's readOrReset).
   std::optional<std::array<ElementMap, kContainers>> elements;
 };

@@ -1,6 +1,8 @@
 #include "compiler/nftables/transaction.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 namespace kpc::nftables {
 
@@ -38,102 +40,126 @@ const char* table_family_name(TableFamily f) {
   return "?";
 }
 
-void Transaction::add_table(std::optional<std::string> comment) {
-  Operation op;
-  op.kind = ObjectKind::Table;
-  op.comment = std::move(comment);
-  ops.push_back(std::move(op));
+std::string_view TextArena::store(std::string_view s) {
+  if (s.empty()) return {};
+  if (!blocks_.empty()) {
+    const char* begin = blocks_.back().get();
+    if (s.data() >= begin && s.data() + s.size() <= begin + used_) return s;
+  }
+  if (used_ + s.size() > capacity_) {
+    size_t size = std::max<size_t>(s.size(), 64 * 1024);
+    blocks_.push_back(std::make_unique<char[]>(size));
+    used_ = 0;
+    capacity_ = size;
+  }
+  char* p = blocks_.back().get() + used_;
+  std::memcpy(p, s.data(), s.size());
+  used_ += s.size();
+  return {p, s.size()};
 }
 
-void Transaction::delete_table() {
-  Operation op;
-  op.verb = Verb::Delete;
-  op.kind = ObjectKind::Table;
-  ops.push_back(std::move(op));
+Transaction::Transaction(const Transaction& other) : family(other.family), table(other.table) {
+  ops.reserve(other.ops.size());
+  for (const auto& op : other.ops) append(op);
 }
 
-void Transaction::add_chain(std::string name, std::optional<BaseChainSpec> base, std::optional<std::string> comment) {
-  Operation op;
-  op.kind = ObjectKind::Chain;
-  op.name = std::move(name);
-  op.base = std::move(base);
-  op.comment = std::move(comment);
-  ops.push_back(std::move(op));
+Transaction& Transaction::operator=(const Transaction& other) {
+  if (this != &other) {
+    Transaction copy(other);
+    *this = std::move(copy);
+  }
+  return *this;
 }
 
-void Transaction::flush_chain(std::string name) {
-  Operation op;
-  op.verb = Verb::Flush;
-  op.kind = ObjectKind::Chain;
-  op.name = std::move(name);
-  ops.push_back(std::move(op));
+void Transaction::append(const Operation& op) {
+  Operation o = op;
+  o.name = arena_.store(op.name);
+  o.body = arena_.store(op.body);
+  o.value = arena_.store(op.value);
+  o.comment = arena_.store(op.comment);
+  ops.push_back(o);
 }
 
-void Transaction::delete_chain(std::string name) {
-  Operation op;
-  op.verb = Verb::Delete;
-  op.kind = ObjectKind::Chain;
-  op.name = std::move(name);
-  ops.push_back(std::move(op));
+Operation& Transaction::push(Verb v, ObjectKind k, std::string_view name) {
+  Operation& op = ops.emplace_back();
+  op.verb = v;
+  op.kind = k;
+  op.name = arena_.store(name);
+  return op;
 }
 
-void Transaction::add_rule(std::string chain, std::string body, std::optional<std::string> comment) {
-  Operation op;
-  op.kind = ObjectKind::Rule;
-  op.name = std::move(chain);
-  op.body = std::move(body);
-  op.comment = std::move(comment);
-  ops.push_back(std::move(op));
+void Transaction::add_table(std::optional<std::string_view> comment) {
+  Operation& op = push(Verb::Add, ObjectKind::Table, {});
+  if (comment) {
+    op.has_comment = true;
+    op.comment = arena_.store(*comment);
+  }
 }
 
-void Transaction::add_set(bool is_map, std::string name, std::string type, std::string flags,
-                          std::optional<int64_t> timeout_seconds, std::optional<std::string> comment) {
-  Operation op;
-  op.kind = is_map ? ObjectKind::Map : ObjectKind::Set;
-  op.name = std::move(name);
-  op.body = std::move(type);
-  op.flags = std::move(flags);
-  op.timeout_seconds = timeout_seconds;
-  op.comment = std::move(comment);
-  ops.push_back(std::move(op));
+void Transaction::delete_table() { push(Verb::Delete, ObjectKind::Table, {}); }
+
+void Transaction::add_chain(std::string_view name, std::optional<BaseChainSpec> base,
+                            std::optional<std::string_view> comment) {
+  Operation& op = push(Verb::Add, ObjectKind::Chain, name);
+  if (base) {
+    op.has_base = true;
+    op.body = arena_.store(base->type);
+    op.value = arena_.store(base->hook);
+    op.priority = base->priority;
+  }
+  if (comment) {
+    op.has_comment = true;
+    op.comment = arena_.store(*comment);
+  }
 }
 
-void Transaction::flush_set(bool is_map, std::string name) {
-  Operation op;
-  op.verb = Verb::Flush;
-  op.kind = is_map ? ObjectKind::Map : ObjectKind::Set;
-  op.name = std::move(name);
-  ops.push_back(std::move(op));
+void Transaction::flush_chain(std::string_view name) { push(Verb::Flush, ObjectKind::Chain, name); }
+void Transaction::delete_chain(std::string_view name) { push(Verb::Delete, ObjectKind::Chain, name); }
+
+void Transaction::add_rule(std::string_view chain, std::string_view body, std::optional<std::string_view> comment) {
+  Operation& op = push(Verb::Add, ObjectKind::Rule, chain);
+  op.body = arena_.store(body);
+  if (comment) {
+    op.has_comment = true;
+    op.comment = arena_.store(*comment);
+  }
 }
 
-void Transaction::delete_set(bool is_map, std::string name) {
-  Operation op;
-  op.verb = Verb::Delete;
-  op.kind = is_map ? ObjectKind::Map : ObjectKind::Set;
-  op.name = std::move(name);
-  ops.push_back(std::move(op));
+void Transaction::add_set(bool is_map, std::string_view name, std::string_view type, std::string_view flags,
+                          std::optional<int64_t> timeout_seconds, std::optional<std::string_view> comment) {
+  Operation& op = push(Verb::Add, is_map ? ObjectKind::Map : ObjectKind::Set, name);
+  op.body = arena_.store(type);
+  op.value = arena_.store(flags);
+  if (timeout_seconds) op.timeout_seconds = *timeout_seconds;
+  if (comment) {
+    op.has_comment = true;
+    op.comment = arena_.store(*comment);
+  }
 }
 
-void Transaction::add_element(bool is_map, std::string container, std::string key, std::string value,
-                              std::optional<std::string> comment) {
-  Operation op;
-  op.kind = ObjectKind::Element;
-  op.name = std::move(container);
-  op.body = std::move(key);
-  op.value = std::move(value);
-  op.comment = std::move(comment);
-  (void)is_map;  // the element syntax is the same; a value makes it a map element
-  ops.push_back(std::move(op));
+void Transaction::flush_set(bool is_map, std::string_view name) {
+  push(Verb::Flush, is_map ? ObjectKind::Map : ObjectKind::Set, name);
 }
 
-void Transaction::delete_element(bool is_map, std::string container, std::string key) {
-  Operation op;
-  op.verb = Verb::Delete;
-  op.kind = ObjectKind::Element;
-  op.name = std::move(container);
-  op.body = std::move(key);
-  (void)is_map;
-  ops.push_back(std::move(op));
+void Transaction::delete_set(bool is_map, std::string_view name) {
+  push(Verb::Delete, is_map ? ObjectKind::Map : ObjectKind::Set, name);
+}
+
+// The element syntax is the same for sets and maps; a value makes it a map element.
+void Transaction::add_element(bool, std::string_view container, std::string_view key, std::string_view value,
+                              std::optional<std::string_view> comment) {
+  Operation& op = push(Verb::Add, ObjectKind::Element, container);
+  op.body = arena_.store(key);
+  op.value = arena_.store(value);
+  if (comment) {
+    op.has_comment = true;
+    op.comment = arena_.store(*comment);
+  }
+}
+
+void Transaction::delete_element(bool, std::string_view container, std::string_view key) {
+  Operation& op = push(Verb::Delete, ObjectKind::Element, container);
+  op.body = arena_.store(key);
 }
 
 void append_go_quoted(std::string& out, std::string_view s) {
@@ -160,34 +186,29 @@ void append_go_quoted(std::string& out, std::string_view s) {
 }
 
 void print_operation(const Transaction& tx, const Operation& op, std::string& out) {
-  out += verb_name(op.verb);
-  out += ' ';
-  out += object_kind_name(op.kind);
-  out += ' ';
-  out += table_family_name(tx.family);
-  out += ' ';
-  out += tx.table;
+  out.append(verb_name(op.verb)).append(" ").append(object_kind_name(op.kind)).append(" ");
+  out.append(table_family_name(tx.family)).append(" ").append(tx.table);
   bool adds = op.verb == Verb::Add || op.verb == Verb::Create;
   switch (op.kind) {
     case ObjectKind::Table:
-      if (adds && op.comment) {
+      if (adds && op.has_comment) {
         out += " { comment ";
-        append_go_quoted(out, *op.comment);
+        append_go_quoted(out, op.comment);
         out += " ; }";
       }
       break;
     case ObjectKind::Chain:
       out += ' ';
       out += op.name;
-      if (adds && (op.base || op.comment)) {
+      if (adds && (op.has_base || op.has_comment)) {
         out += " {";
-        if (op.base) {
-          out += " type " + op.base->type + " hook " + op.base->hook + " priority " + std::to_string(op.base->priority) +
-                 " ;";
+        if (op.has_base) {
+          out.append(" type ").append(op.body).append(" hook ").append(op.value);
+          out += " priority " + std::to_string(op.priority) + " ;";
         }
-        if (op.comment) {
+        if (op.has_comment) {
           out += " comment ";
-          append_go_quoted(out, *op.comment);
+          append_go_quoted(out, op.comment);
           out += " ;";
         }
         out += " }";
@@ -199,9 +220,9 @@ void print_operation(const Transaction& tx, const Operation& op, std::string& ou
       if (op.verb == Verb::Add || op.verb == Verb::Insert || op.verb == Verb::Replace) {
         out += ' ';
         out += op.body;
-        if (op.comment) {
+        if (op.has_comment) {
           out += " comment ";
-          append_go_quoted(out, *op.comment);
+          append_go_quoted(out, op.comment);
         }
       }
       break;
@@ -213,11 +234,15 @@ void print_operation(const Transaction& tx, const Operation& op, std::string& ou
         out += " { type ";
         out += op.body;
         out += " ;";
-        if (!op.flags.empty()) out += " flags " + op.flags + " ;";
-        if (op.timeout_seconds) out += " timeout " + std::to_string(*op.timeout_seconds) + "s ;";
-        if (op.comment) {
+        if (!op.set_flags().empty()) {
+          out += " flags ";
+          out += op.set_flags();
+          out += " ;";
+        }
+        if (op.timeout_seconds >= 0) out += " timeout " + std::to_string(op.timeout_seconds) + "s ;";
+        if (op.has_comment) {
           out += " comment ";
-          append_go_quoted(out, *op.comment);
+          append_go_quoted(out, op.comment);
           out += " ;";
         }
         out += " }";
@@ -229,9 +254,9 @@ void print_operation(const Transaction& tx, const Operation& op, std::string& ou
       out += " { ";
       out += op.body;
       if (adds) {
-        if (op.comment) {
+        if (op.has_comment) {
           out += " comment ";
-          append_go_quoted(out, *op.comment);
+          append_go_quoted(out, op.comment);
         }
         if (!op.value.empty()) {
           out += " : ";
@@ -254,8 +279,12 @@ void print_operation(const Transaction& tx, const Operation& op, std::string& ou
 }
 
 std::string print_transaction(const Transaction& tx) {
+  // Reserve enough for the whole text (the variable parts plus a bound on the fixed words),
+  // so that a 75 MB transaction is written without reallocating.
+  size_t size = 0;
+  for (const auto& op : tx.ops) size += op.name.size() + op.body.size() + op.value.size() + op.comment.size();
   std::string out;
-  out.reserve(tx.ops.size() * 96);
+  out.reserve(size + tx.ops.size() * (48 + tx.table.size()));
   for (const auto& op : tx.ops) print_operation(tx, op, out);
   return out;
 }

@@ -95,7 +95,9 @@ AnyResult compile_one(const CompileOptions& o, const Snapshot& next, const Snaps
     }
     case BackendKind::NFTables:
       if (o.prior.empty()) {
-        r.nft = compile_nftables(next, target.family, NftOptions{}, diags);
+        NftOptions no;
+        no.keep_state = false;  // one sync, printed: nothing needs the proxier's state after it
+        r.nft = compile_nftables(next, target.family, no, diags);
       } else {
         NftPriorOptions po;
         po.force_full = o.full;
