@@ -24,7 +24,8 @@ struct CaseBackend {
 std::vector<CaseBackend> all_cases() {
   std::vector<CaseBackend> out;
   for (const auto& c : discover_fixtures())
-    for (const auto& b : c.backends) out.push_back({c, b});
+    for (const auto& b : c.backends)
+      if (is_iptables_backend(b)) out.push_back({c, b});
   return out;
 }
 

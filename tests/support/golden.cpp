@@ -44,11 +44,14 @@ Compiled finish(SourceManager& sm, Snapshot& snap, DiagSink& diags, bool loaded,
 
 }  // namespace
 
+bool is_iptables_backend(const std::string& backend) { return backend == "iptables" || backend == "ip6tables"; }
+
 std::vector<FixtureParam> fixture_params(size_t first_step) {
   std::vector<FixtureParam> out;
   for (const auto& c : discover_fixtures())
     for (size_t s = first_step; s < c.steps.size(); ++s)
-      for (const auto& b : c.backends) out.push_back({c, s, b});
+      for (const auto& b : c.backends)
+        if (is_iptables_backend(b)) out.push_back({c, s, b});
   return out;
 }
 

@@ -34,7 +34,11 @@ struct FixtureParam {
   size_t step;
   std::string backend;
 };
-/// Every (case, step >= first_step, backend) in fixture order.
+/// The back ends the iptables golden suites compile (iptables, ip6tables). Fixtures of
+/// other back ends (backends: [nftables], the kp-nft-* cases) are discovered too but
+/// checked by their own suites.
+bool is_iptables_backend(const std::string& backend);
+/// Every (case, step >= first_step, iptables/ip6tables backend) in fixture order.
 std::vector<FixtureParam> fixture_params(size_t first_step);
 /// A gtest-safe name: "<case>_<step>_<backend>" with non-alphanumerics as '_'.
 std::string fixture_param_name(const FixtureParam& p);
