@@ -81,6 +81,51 @@ void BM_NftCompilePartialOneChange(benchmark::State& state) {
 }
 BENCHMARK(BM_NftCompilePartialOneChange)->Unit(benchmark::kMillisecond)->Iterations(3);
 
+// The on-node path: a warm IncrementalCompiler receives one EndpointSlice update (svc-42's
+// slice with an endpoint added, then without it again, alternately, so that every iteration
+// is a real change) and syncs. Timed: the event, change detection, the one Service's ports,
+// the partial transaction (visiting only that Service) and its text.
+void BM_NftIncrementalOneChange(benchmark::State& state) {
+  IncrementalCompiler ic(Target{BackendKind::NFTables, IPFamily::V4});
+  ic.replace_all(reference_snapshot());
+  {
+    DiagSink d;
+    if (!ic.sync_nft({}, d)) state.SkipWithError("first sync failed");
+  }
+  EndpointSlice base, grown;
+  for (const auto& sl : reference_snapshot().slices)
+    if (sl.meta.name == kChangedSlice) base = grown = sl;
+  add_one_endpoint(grown);
+  bool grow = true;
+  size_t ops = 0, visited = 0;
+  for (auto _ : state) {
+    ic.update_slice(grow ? grown : base);
+    grow = !grow;
+    DiagSink diags;
+    auto r = ic.sync_nft({}, diags);
+    if (!r || !r->partial || r->changed_services.size() != 1) state.SkipWithError("not a one-service partial");
+    ops = r->sync.tx.num_operations();
+    visited = r->sync.ports_visited;
+    benchmark::DoNotOptimize(r);
+  }
+  state.counters["operations"] = static_cast<double>(ops);
+  state.counters["ports_visited"] = static_cast<double>(visited);
+}
+BENCHMARK(BM_NftIncrementalOneChange)->Unit(benchmark::kMillisecond)->Iterations(40);
+
+// Warming it: every object as an event, then the first (full) sync with footprints kept.
+void BM_NftIncrementalFirstSync(benchmark::State& state) {
+  for (auto _ : state) {
+    IncrementalCompiler ic(Target{BackendKind::NFTables, IPFamily::V4});
+    ic.replace_all(reference_snapshot());
+    DiagSink d;
+    auto r = ic.sync_nft({}, d);
+    if (!r) state.SkipWithError("first sync failed");
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_NftIncrementalFirstSync)->Unit(benchmark::kMillisecond)->Iterations(3);
+
 }  // namespace
 }  // namespace kpc::bench
 

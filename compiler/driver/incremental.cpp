@@ -33,10 +33,13 @@ struct IncrementalCompiler::State {
     bool changed = false;                       ///< among this sync's changed services
   };
 
-  explicit State(Backend b)
-      : backend(b), address_type(backend_family(b) == IPFamily::V4 ? AddressType::IPv4 : AddressType::IPv6) {}
+  explicit State(Target t)
+      : target(t),
+        backend(t.family == IPFamily::V4 ? Backend::IPTables : Backend::IP6Tables),
+        address_type(t.family == IPFamily::V4 ? AddressType::IPv4 : AddressType::IPv6) {}
 
-  Backend backend;
+  Target target;
+  Backend backend;           ///< the iptables back end of the family (iptables targets)
   AddressType address_type;  ///< the slices this proxier reads
 
   // ---- the objects
@@ -63,6 +66,9 @@ struct IncrementalCompiler::State {
   std::vector<std::string> leftover_chains;
   std::vector<std::string> deleted_chains;  ///< the stale chains the last program deleted
   bool restore_failed = false;              ///< the last program was not applied: sync fully
+  // ---- nftables: kube-proxy's memory and the kernel's table as the last syncs left them
+  nftables::SyncState nft;
+  int64_t nft_now = 0;
 
   void set_service(const Key& k, std::shared_ptr<const Service> next) {
     auto it = services.find(k);
@@ -109,26 +115,46 @@ struct IncrementalCompiler::State {
     return s && s->address_type == address_type ? s : nullptr;
   }
 
+  /// Steps 1-2 of a sync, shared by the back ends: the node context, the recomputed ports of
+  /// the touched Services, and the change trackers' verdicts.
+  struct Prepared {
+    std::optional<proxy::NodeContext> next_node;
+    bool rebuild_all = false;
+    std::string restart;
+    std::set<std::string> changed;
+    std::vector<ServiceEntry*> recomputed;
+    std::vector<ServiceEntry*> flagged;
+    std::set<std::string> visited;  ///< "ns/name" of the recomputed Services
+  };
+  bool prepare(Prepared& p, DiagSink& diags);
+  /// Step 6: this sync is now the prior of the next one.
+  void finish(Prepared& p);
+
   std::optional<CompileResult> sync(const IncrementalSyncOptions& opts, DiagSink& diags);
+  std::optional<NftCompileResult> sync_nft(const IncrementalSyncOptions& opts, DiagSink& diags);
 };
 
-std::optional<CompileResult> IncrementalCompiler::State::sync(const IncrementalSyncOptions& opts, DiagSink& diags) {
+bool IncrementalCompiler::State::prepare(Prepared& p, DiagSink& diags) {
   // 1. The node context: rebuilt after a Node, configuration or host change. Any
   // difference invalidates every port (endpoints' locality, topology, the rules' shape);
   // the differences kube-proxy only picks up by restarting make the sync full.
-  std::optional<proxy::NodeContext> next_node = node;
+  std::optional<proxy::NodeContext>& next_node = p.next_node;
+  next_node = node;
   if (host_dirty || !node) {
-    next_node = node_context_for(host, backend, diags);
-    if (!next_node) return std::nullopt;  // nothing changed: the next sync retries from the same prior
+    next_node = target.kind == BackendKind::NFTables ? nft_node_context(host, target.family, diags)
+                                                     : node_context_for(host, backend, diags);
+    if (!next_node) return false;  // nothing changed: the next sync retries from the same prior
   }
-  const bool rebuild_all = !node || !proxy::same_context(*node, *next_node);
-  const std::string restart = synced ? proxy::full_sync_reason(*node, *next_node) : "";
+  p.rebuild_all = !node || !proxy::same_context(*node, *next_node);
+  p.restart = synced ? proxy::full_sync_reason(*node, *next_node) : "";
+  const bool rebuild_all = p.rebuild_all;
 
   // 2. The ports of the Services touched since the last sync (all of them after a node
   // change), and the service tracker's verdict on each.
-  std::set<std::string> changed;
-  std::vector<ServiceEntry*> recomputed;
+  std::set<std::string>& changed = p.changed;
+  std::vector<ServiceEntry*>& recomputed = p.recomputed;
   auto recompute = [&](const Key& k, ServiceEntry& e) {
+    p.visited.insert(k.first + "/" + k.second);
     std::vector<proxy::ServicePortInfo> ports;
     if (e.object) {
       std::vector<const EndpointSlice*> feeding;
@@ -157,14 +183,35 @@ std::optional<CompileResult> IncrementalCompiler::State::sync(const IncrementalS
       proxy::mark_slice_change(of_family(prior.get()), of_family(it == slices.end() ? nullptr : it->second.get()),
                                changed);
     }
-  std::vector<ServiceEntry*> flagged;
   for (const std::string& id : changed) {
     size_t slash = id.find('/');  // namespaces have no '/'
     auto it = services.find({id.substr(0, slash), id.substr(slash + 1)});
     if (it == services.end()) continue;
     it->second.changed = true;
-    flagged.push_back(&it->second);
+    p.flagged.push_back(&it->second);
   }
+  return true;
+}
+
+void IncrementalCompiler::State::finish(Prepared& p) {
+  for (ServiceEntry* e : p.flagged) e->changed = false;
+  std::erase_if(services, [](const auto& kv) { return !kv.second.object && kv.second.ports.empty(); });
+  restore_failed = false;
+  node = std::move(p.next_node);
+  synced = true;
+  host_dirty = false;
+  dirty.clear();
+  synced_slices.clear();
+}
+
+std::optional<CompileResult> IncrementalCompiler::State::sync(const IncrementalSyncOptions& opts, DiagSink& diags) {
+  Prepared p;
+  if (!prepare(p, diags)) return std::nullopt;
+  const std::optional<proxy::NodeContext>& next_node = p.next_node;
+  const bool rebuild_all = p.rebuild_all;
+  const std::string& restart = p.restart;
+  std::set<std::string>& changed = p.changed;
+  std::vector<ServiceEntry*>& recomputed = p.recomputed;
 
   // 3. Fragments: re-lower the recomputed ports -- or every port when large-cluster mode
   // flips (endpoint comments come or go) -- and keep the active chains counted.
@@ -236,8 +283,6 @@ std::optional<CompileResult> IncrementalCompiler::State::sync(const IncrementalS
 
   // 6. This sync is now the prior of the next one. (Deleted Services go only now: the
   // pointers in `flagged` and `recomputed` may name them.)
-  for (ServiceEntry* e : flagged) e->changed = false;
-  std::erase_if(services, [](const auto& kv) { return !kv.second.object && kv.second.ports.empty(); });
   if (skip_cleanup) {
     leftover_chains = std::move(stale);
     deleted_chains.clear();
@@ -245,17 +290,53 @@ std::optional<CompileResult> IncrementalCompiler::State::sync(const IncrementalS
     leftover_chains.clear();
     deleted_chains = std::move(stale);
   }
-  restore_failed = false;
-  node = std::move(next_node);
   large_cluster = large;
-  synced = true;
-  host_dirty = false;
-  dirty.clear();
-  synced_slices.clear();
+  finish(p);
   return r;
 }
 
-IncrementalCompiler::IncrementalCompiler(Backend backend) : s_(std::make_unique<State>(backend)) {}
+std::optional<NftCompileResult> IncrementalCompiler::State::sync_nft(const IncrementalSyncOptions& opts,
+                                                                     DiagSink& diags) {
+  Prepared p;
+  if (!prepare(p, diags)) return std::nullopt;
+  const bool full = !synced || opts.force_full || restore_failed || !p.restart.empty();
+  nftables::SyncOptions so;
+  so.full = full;
+  so.changed_services = p.changed;
+  so.service_cidrs = service_cidrs_of(host, target.family);
+  nft_now = opts.now_ms ? *opts.now_ms : (synced ? nft_now + 1001 : 0);
+  so.now_ms = nft_now;
+
+  // A partial sync visits only the recomputed Services when their element keys are their own;
+  // otherwise (and for full syncs) every port, in kpc's order.
+  std::vector<proxy::ServicePortInfo> ports;
+  if (!full && nftables::subset_sync_possible(nft, {}, p.visited)) {
+    for (const auto& [k, e] : services)
+      if (p.visited.count(k.first + "/" + k.second)) ports.insert(ports.end(), e.ports.begin(), e.ports.end());
+    if (nftables::subset_sync_possible(nft, ports, p.visited)) so.only = &p.visited;
+  }
+  if (!so.only) {
+    ports.clear();
+    for (const auto& [k, e] : services) ports.insert(ports.end(), e.ports.begin(), e.ports.end());
+  }
+  NftCompileResult r;
+  r.sync = nftables::sync_nftables(ports, *p.next_node, so, nft);
+  r.text = nftables::print_transaction(r.sync.tx);
+  r.cleanup_text = nftables::print_transaction(r.sync.cleanup);
+  r.partial = !full;
+  if (synced) {
+    r.full_sync_reason = opts.force_full ? "a full sync was requested"
+                         : restore_failed ? "the last transaction failed"
+                                          : p.restart;
+    r.changed_services = p.changed;
+  }
+  finish(p);
+  return r;
+}
+
+IncrementalCompiler::IncrementalCompiler(Backend backend)
+    : s_(std::make_unique<State>(Target{BackendKind::IPTables, backend_family(backend)})) {}
+IncrementalCompiler::IncrementalCompiler(Target target) : s_(std::make_unique<State>(target)) {}
 IncrementalCompiler::~IncrementalCompiler() = default;
 
 void IncrementalCompiler::update_service(Service svc) {
@@ -302,6 +383,17 @@ void IncrementalCompiler::update_environment(NodeEnvironment env) {
   s_->host_dirty = true;
 }
 
+void IncrementalCompiler::update_service_cidr(ServiceCIDR cidr) {
+  auto& all = s_->host.service_cidrs;
+  std::erase_if(all, [&](const ServiceCIDR& c) { return c.meta.name == cidr.meta.name; });
+  all.push_back(std::move(cidr));
+  std::sort(all.begin(), all.end(), [](const ServiceCIDR& a, const ServiceCIDR& b) { return a.meta.name < b.meta.name; });
+}
+
+void IncrementalCompiler::delete_service_cidr(std::string_view name) {
+  std::erase_if(s_->host.service_cidrs, [&](const ServiceCIDR& c) { return c.meta.name == name; });
+}
+
 void IncrementalCompiler::replace_all(const Snapshot& snapshot) {
   std::set<Key> keep;
   for (const auto& svc : snapshot.services) {
@@ -324,6 +416,7 @@ void IncrementalCompiler::replace_all(const Snapshot& snapshot) {
             [](const Node& a, const Node& b) { return a.meta.name < b.meta.name; });
   s_->host.config = snapshot.config;
   s_->host.env = snapshot.env;
+  s_->host.service_cidrs = snapshot.service_cidrs;
   s_->host_dirty = true;
 }
 
@@ -331,9 +424,14 @@ std::optional<CompileResult> IncrementalCompiler::sync(const IncrementalSyncOpti
   return s_->sync(opts, diags);
 }
 
+std::optional<NftCompileResult> IncrementalCompiler::sync_nft(const IncrementalSyncOptions& opts, DiagSink& diags) {
+  return s_->sync_nft(opts, diags);
+}
+
 void IncrementalCompiler::restore_failed() {
   State& s = *s_;
   s.restore_failed = true;
+  nftables::sync_failed(s.nft);
   // The kernel kept what the failed program would have deleted.
   s.leftover_chains.insert(s.leftover_chains.end(), s.deleted_chains.begin(), s.deleted_chains.end());
   std::sort(s.leftover_chains.begin(), s.leftover_chains.end());

@@ -27,7 +27,9 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/driver/backend.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/compile_nftables.h"
 
 namespace kpc {
 
@@ -41,11 +43,17 @@ struct IncrementalSyncOptions {
   /// default: what this compiler's earlier syncs left there -- the chains the last synced
   /// state uses, plus stale chains a throttled cleanup did not delete.
   std::optional<std::vector<std::string>> existing_nat_chains;
+  /// nftables: the time of this sync (ms, the caller's clock), which ages stale chains (kube-proxy
+  /// deletes those flushed more than a second before). Unset: 1001 ms after the last sync, as
+  /// a kube-proxy syncing at its default minSyncPeriod (1 s) would.
+  std::optional<int64_t> now_ms;
 };
 
 class IncrementalCompiler {
  public:
   explicit IncrementalCompiler(Backend backend);
+  /// Any back end with an incremental path: iptables or nftables, either family.
+  explicit IncrementalCompiler(Target target);
   ~IncrementalCompiler();
   IncrementalCompiler(const IncrementalCompiler&) = delete;
   IncrementalCompiler& operator=(const IncrementalCompiler&) = delete;
@@ -60,6 +68,8 @@ class IncrementalCompiler {
   void delete_node(std::string_view name);
   void update_config(ProxyConfig config);
   void update_environment(NodeEnvironment env);
+  void update_service_cidr(ServiceCIDR cidr);
+  void delete_service_cidr(std::string_view name);
   /// The objects of `snapshot` as updates, and deletions of every object it lacks.
   void replace_all(const Snapshot& snapshot);
 
@@ -68,7 +78,14 @@ class IncrementalCompiler {
   /// family); the state is then kept and the next sync compares with the same prior.
   std::optional<CompileResult> sync(const IncrementalSyncOptions& opts, DiagSink& diags);
 
-  /// The program of the last sync was not applied (iptables-restore failed and the kernel
+  /// The same for an nftables compiler: the transaction of kube-proxy's nftables proxier for
+  /// the current state. Contract (tests/property/incremental_props_test.cpp): the first sync
+  /// equals compile_nftables; every later one equals the sync that visits every service port
+  /// (nftables::sync_nftables over all ports with the same state), though a partial sync
+  /// visits only the Services touched since the last one.
+  std::optional<NftCompileResult> sync_nft(const IncrementalSyncOptions& opts, DiagSink& diags);
+
+  /// The program of the last sync was not applied (iptables-restore or nft failed and the kernel
   /// rolled back). As kube-proxy does, the next sync is full, and the stale chains that
   /// program deleted are taken to be still there. (Chains it created are not undone: for an
   /// exact stale-chain cleanup after a failure, pass existing_nat_chains read from the

@@ -114,10 +114,12 @@ class Syncer {
     ipx_ = v6_ ? "ip6" : "ip";
     addr_type_ = v6_ ? "ipv6_addr" : "ipv4_addr";
     mark_ = mark_text(node.masquerade_mark);
+    track_ = opts.track_kernel;
   }
 
   void run(const std::vector<proxy::ServicePortInfo>& ports, const KernelListing* listing) {
     int64_t start = opts_.now_ms;
+    state_.undo = {};
     cleanup_stale_chains(start);
     if (opts_.full) setup(listing);
 
@@ -125,9 +127,11 @@ class Syncer {
     if (listing && listing->chains) state_.kernel_chains = *listing->chains;
     if (listing && listing->sets) state_.kernel_sets = *listing->sets;
     const auto& existing_chains = state_.kernel_chains;
-    for (const auto& s : state_.kernel_sets)
-      if (is_affinity_set(s)) existing_affinity_sets_.insert(s);
     existing_chains_ = &existing_chains;
+    // The kernel's affinity sets; a subset sync needs only the visited Services' (below).
+    if (!(opts_.only && !opts_.full))
+      for (const auto& s : state_.kernel_sets)
+        if (is_affinity_set(s)) existing_affinity_sets_.insert(s);
     // Room for a full sync's operations (per port: ~12 for its chains, rules and elements;
     // per endpoint: add + flush of its chain and 2-3 rules), so the vector never moves.
     size_t estimate = 0, chains = 0, elements = 0;
@@ -143,38 +147,63 @@ class Syncer {
     }
 
     for (const auto& sp : ports) out_.total_endpoints += sp.endpoints.size();
+    out_.ports_visited = ports.size();
+    const bool subset = opts_.only && !opts_.full;
+    if (subset) begin_subset();
+
     std::string id;
     for (const auto& sp : ports) {
       id.assign(sp.ns).append("/").append(sp.name);
+      if (track_ && id != fp_id_) {
+        fp_id_ = id;
+        fp_ = &new_footprints_[id];
+      }
+      if (track_) fp_->endpoints += sp.endpoints.size();
       bool skip = !opts_.full && !opts_.changed_services.count(id);
       service_port(sp, skip);
     }
 
     // Stale per-service chains: flushed now, deleted by a later sync (kernels before 6.2
     // need the map elements that referenced them gone for a while first). Sorted: kube-proxy
-    // walks a Go set.
+    // walks a Go set. A subset sync looks only where unused chains can be: the visited
+    // Services' former chains and chains already stale.
     std::vector<const std::string*> stale;
-    for (const auto& chain : existing_chains) {
-      if (!is_service_chain(chain)) continue;
+    auto consider = [&](const std::string& chain) {
+      if (!is_service_chain(chain)) return;
       if (!active_chains_.count(chain)) stale.push_back(&chain);
       else if (!state_.stale_chains.empty()) state_.stale_chains.erase(chain);
+    };
+    if (subset) {
+      for (const std::string& c : subset_chain_candidates_)
+        if (auto it = existing_chains.find(c); it != existing_chains.end()) consider(*it);
+    } else {
+      for (const auto& chain : existing_chains) consider(chain);
     }
     std::sort(stale.begin(), stale.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+    stale.erase(std::unique(stale.begin(), stale.end(), [](const std::string* a, const std::string* b) { return *a == *b; }),
+                stale.end());
     for (const std::string* chain : stale) {
       tx_.flush_chain(*chain);
       state_.stale_chains[*chain] = start;
       out_.stale_chains_flushed.insert(*chain);
     }
-    // Stale affinity sets can go at once.
+    // Stale affinity sets can go at once (a subset sync: of the visited Services only).
+    if (subset) {
+      for (const auto& sid : *opts_.only)
+        if (auto it = state_.footprints.find(sid); it != state_.footprints.end())
+          for (const auto& a : it->second.affinity_sets)
+            if (state_.kernel_sets.count(a)) existing_affinity_sets_.insert(a);
+    }
     for (const auto& set : existing_affinity_sets_)
       if (!active_affinity_sets_.count(set)) {
         tx_.delete_set(false, set);
-        state_.kernel_sets.erase(set);
+        if (opts_.track_kernel && state_.kernel_sets.erase(set)) state_.undo.deleted_sets.push_back(set);
       }
 
     for (size_t c = 0; c < kContainers; ++c) cleanup_leftovers(static_cast<Container>(c));
 
     if (opts_.track_kernel) commit_kernel_view();
+    if (track_) commit_footprints(subset);
     state_.synced_once = true;
   }
 
@@ -197,6 +226,7 @@ class Syncer {
   template <typename Set>
   void ensure_chain(std::string_view chain, Set& created, bool skip_creation) {
     if (!created.insert(typename Set::value_type(chain)).second) return;
+    if (track_ && is_service_chain(chain)) fp_->chains.emplace_back(chain);
     if (skip_creation) return;
     tx_.add_chain(chain);
     tx_.flush_chain(chain);
@@ -301,6 +331,59 @@ class Syncer {
     leftovers_ready_ = true;
   }
 
+  // ------------------------------------------------------------ subset syncs and footprints
+  // A subset sync's leftover candidates are the visited Services' former keys (every other
+  // key is ensured again, unchanged, by a Service the sync does not visit).
+  void begin_subset() {
+    for (auto& l : leftovers_) l.clear();
+    for (const auto& sid : *opts_.only) {
+      auto it = state_.footprints.find(sid);
+      if (it == state_.footprints.end()) continue;
+      for (const auto& [c, key] : it->second.elements)
+        if (state_.of(c).count(key)) leftovers_[static_cast<size_t>(c)].insert(key);
+      for (const auto& ch : it->second.chains) subset_chain_candidates_.push_back(ch);
+    }
+    for (const auto& [chain, t] : state_.stale_chains) subset_chain_candidates_.push_back(chain);
+    leftovers_ready_ = true;
+  }
+
+  void commit_footprints(bool subset) {
+    if (!subset) {
+      state_.footprints = std::move(new_footprints_);
+      state_.key_owner.clear();
+      state_.shared_keys = 0;
+      for (const auto& [sid, fp] : state_.footprints) own_keys(sid, fp);
+    } else {
+      for (const auto& sid : *opts_.only) {
+        auto it = state_.footprints.find(sid);
+        if (it == state_.footprints.end()) continue;
+        for (const auto& [c, key] : it->second.elements)
+          if (auto o = state_.key_owner.find(key); o != state_.key_owner.end() && o->second == sid)
+            state_.key_owner.erase(o);
+        state_.footprints.erase(it);
+      }
+      for (auto& [sid, fp] : new_footprints_) {
+        own_keys(sid, fp);
+        state_.footprints[sid] = std::move(fp);
+      }
+    }
+    // The metrics of the whole state.
+    out_.total_endpoints = 0;
+    out_.no_local_endpoints_internal = out_.no_local_endpoints_external = 0;
+    for (const auto& [sid, fp] : state_.footprints) {
+      out_.total_endpoints += fp.endpoints;
+      out_.no_local_endpoints_internal += fp.no_local_internal;
+      out_.no_local_endpoints_external += fp.no_local_external;
+    }
+  }
+
+  void own_keys(const std::string& sid, const Footprint& fp) {
+    for (const auto& [c, key] : fp.elements) {
+      auto [it, fresh] = state_.key_owner.try_emplace(key, sid);
+      if (!fresh && it->second != sid) ++state_.shared_keys;
+    }
+  }
+
   // ------------------------------------------------------------ elements
   void ensure_leftovers() {
     if (leftovers_ready_) return;
@@ -315,11 +398,13 @@ class Syncer {
 
   void ensure_elem(Container c, std::string key, std::string value, const std::string* comment) {
     ensure_leftovers();
+    if (track_) fp_->elements.emplace_back(c, key);
     auto& store = state_.of(c);
     bool is_map = container_is_map(c);
     auto it = store.find(key);
     if (it != store.end()) {
       if (it->second != value) {
+        state_.undo.elements.emplace_back(c, key, it->second);
         tx_.delete_element(is_map, container_name(c), key);
         tx_.add_element(is_map, container_name(c), key, value,
                         comment ? std::optional<std::string_view>(*comment) : std::nullopt);
@@ -329,6 +414,7 @@ class Syncer {
     } else {
       tx_.add_element(is_map, container_name(c), key, value,
                       comment ? std::optional<std::string_view>(*comment) : std::nullopt);
+      if (track_) state_.undo.elements.emplace_back(c, key, std::nullopt);
       store.emplace(std::move(key), std::move(value));
     }
   }
@@ -341,7 +427,10 @@ class Syncer {
     auto& store = state_.of(c);
     for (auto& k : keys) {
       tx_.delete_element(container_is_map(c), container_name(c), k);
-      store.erase(k);
+      if (auto it = store.find(k); it != store.end()) {
+        if (track_) state_.undo.elements.emplace_back(c, k, it->second);
+        store.erase(it);
+      }
     }
     left.clear();
   }
@@ -392,7 +481,10 @@ class Syncer {
 
     for (const auto& e : reachable) {
       ensure_chain(e.chain, active_chains_, skip || ep_chain_skip_update(sp, e.chain, e.affinity));
-      if (sp.affinity_client_ip) active_affinity_sets_.emplace(e.affinity);
+      if (sp.affinity_client_ip) {
+        active_affinity_sets_.emplace(e.affinity);
+        if (track_) fp_->affinity_sets.emplace_back(e.affinity);
+      }
     }
 
     bool uses_cluster = !cat.cluster.empty() && sp.uses_cluster_endpoints();
@@ -422,10 +514,12 @@ class Syncer {
       if (!has_internal) {
         internal_verdict = "drop";
         ++out_.no_local_endpoints_internal;
+        if (track_) ++fp_->no_local_internal;
       }
       if (!has_external) {
         external_verdict = "drop";
         ++out_.no_local_endpoints_external;
+        if (track_) ++fp_->no_local_external;
       }
     }
 
@@ -544,16 +638,22 @@ class Syncer {
   // had (stale ones stay, flushed), the chains this sync uses, the fixed ones; sets likewise.
   void commit_kernel_view() {
     auto& chains = state_.kernel_chains;
+    auto& undo = state_.undo;
     chains.reserve(chains.size() + active_chains_.size());
-    for (std::string_view c : active_chains_) chains.emplace(c);
+    for (std::string_view c : active_chains_)
+      if (chains.emplace(c).second) undo.added_chains.emplace_back(c);
     for (const auto& op : tx_.ops) {
-      if (op.kind == ObjectKind::Table && op.verb == Verb::Add) state_.table_exists = true;
+      if (op.kind == ObjectKind::Table && op.verb == Verb::Add && !state_.table_exists)
+        state_.table_exists = undo.created_table = true;
       // Per-service chains are all in active_chains_; only the fixed ones are added here.
       if (op.kind == ObjectKind::Chain && op.verb == Verb::Add && !is_service_chain(op.name))
-        chains.emplace(op.name);
+        if (chains.emplace(op.name).second) undo.added_chains.emplace_back(op.name);
       if (op.kind == ObjectKind::Set || op.kind == ObjectKind::Map) {
-        if (op.verb == Verb::Add) state_.kernel_sets.emplace(op.name);
-        else if (op.verb == Verb::Delete) state_.kernel_sets.erase(std::string(op.name));
+        if (op.verb == Verb::Add) {
+          if (state_.kernel_sets.emplace(op.name).second) undo.added_sets.emplace_back(op.name);
+        } else if (op.verb == Verb::Delete) {
+          if (state_.kernel_sets.erase(std::string(op.name))) undo.deleted_sets.emplace_back(op.name);
+        }
       }
     }
   }
@@ -569,6 +669,12 @@ class Syncer {
   std::set<std::string> existing_affinity_sets_;
   std::unordered_set<std::string_view> active_chains_;  ///< views into the transaction's text
   std::vector<Ep> reachable_;
+  // Footprints (with track_kernel): the Service being visited and what this sync records.
+  bool track_ = false;
+  std::string fp_id_;
+  Footprint* fp_ = nullptr;
+  std::map<std::string, Footprint, std::less<>> new_footprints_;
+  std::vector<std::string> subset_chain_candidates_;  ///< copies: the stale-chain map changes meanwhile
   std::set<std::string> active_affinity_sets_;
   std::array<std::unordered_set<std::string>, kContainers> leftovers_;
   std::string scratch_;  ///< rule text being built (reused: no allocation per rule)
@@ -587,6 +693,50 @@ SyncResult sync_nftables(const std::vector<proxy::ServicePortInfo>& ports, const
   return out;
 }
 
-void sync_failed(SyncState& state) { state.stale_chains.clear(); }
+bool subset_sync_possible(const SyncState& state, const std::vector<proxy::ServicePortInfo>& ports,
+                          const std::set<std::string>& services) {
+  if (!state.synced_once || state.shared_keys != 0) return false;
+  // Every key a visited port could ensure, whatever its endpoints: it must not be another
+  // Service's (that Service's element operations would then depend on this one's).
+  std::string id, key;
+  auto foreign = [&](const std::string& k) {
+    auto it = state.key_owner.find(k);
+    return it != state.key_owner.end() && !services.count(it->second);
+  };
+  for (const auto& sp : ports) {
+    id.assign(sp.ns).append("/").append(sp.name);
+    const char* proto = protocol_lower(sp.protocol);
+    std::string tail = std::string(" . ") + proto + " . " + std::to_string(sp.port);
+    if (foreign(sp.cluster_ip.str()) || foreign(sp.cluster_ip.str() + tail)) return false;
+    for (const auto& ip : sp.external_ips)
+      if (foreign(ip.str() + tail)) return false;
+    for (const auto& ip : sp.lb_vips)
+      if (foreign(ip.str() + tail)) return false;
+    if (sp.node_port && foreign(std::string(proto) + " . " + std::to_string(sp.node_port))) return false;
+  }
+  return true;
+}
+
+void sync_failed(SyncState& state) {
+  // kube-proxy forgets its stale-chain records (they were not flushed after all) ...
+  state.stale_chains.clear();
+  // ... and its next sync is full and re-reads the kernel, which rolled the transaction back:
+  // the kernel view goes back to before it.
+  auto& u = state.undo;
+  for (auto it = u.elements.rbegin(); it != u.elements.rend(); ++it) {
+    auto& [c, key, old] = *it;
+    if (old) state.of(c)[key] = *old;
+    else state.of(c).erase(key);
+  }
+  for (const auto& c : u.added_chains) state.kernel_chains.erase(c);
+  for (const auto& s : u.added_sets) state.kernel_sets.erase(s);
+  for (const auto& s : u.deleted_sets) state.kernel_sets.insert(s);
+  if (u.created_table) {
+    state.table_exists = false;
+    for (auto& e : state.elements) e.clear();
+  }
+  // `flushed` stays set, as in kube-proxy (it is set when the transaction is built).
+  u = {};
+}
 
 }  // namespace kpc::nftables

@@ -35,6 +35,11 @@ struct SyncOptions {
   /// sync. A one-shot compile that discards the state saves the work (~110,000 names at
   /// 10,000 Services).
   bool track_kernel = true;
+  /// A partial sync that visits only these Services ("ns/name"; `ports` holds exactly their
+  /// current ports), taking every other Service's elements and chains from the state's
+  /// footprints. Gives the same transaction as visiting every port (the incremental compiler's
+  /// fast path); valid only when subset_sync_possible() says so.
+  const std::set<std::string>* only = nullptr;
 };
 
 struct SyncResult {
@@ -44,6 +49,7 @@ struct SyncResult {
   size_t no_local_endpoints_internal = 0;  ///< metric sync_proxy_rules_no_local_endpoints_total
   size_t no_local_endpoints_external = 0;
   size_t services_written = 0;             ///< service ports whose chains were (re)written
+  size_t ports_visited = 0;                ///< service ports this sync looked at (all, or a subset's)
   std::set<std::string> stale_chains_flushed;
 };
 
@@ -52,6 +58,11 @@ struct SyncResult {
 /// to hold.
 SyncResult sync_nftables(const std::vector<proxy::ServicePortInfo>& ports, const proxy::NodeContext& node,
                          const SyncOptions& opts, SyncState& state, const KernelListing* listing = nullptr);
+
+/// Whether a partial sync may visit only `services` (with their current `ports`): the state has
+/// complete footprints and no element key of theirs is shared with a Service outside the set.
+bool subset_sync_possible(const SyncState& state, const std::vector<proxy::ServicePortInfo>& ports,
+                          const std::set<std::string>& services);
 
 /// After a failed main transaction: kube-proxy forgets its stale-chain bookkeeping (and
 /// syncs fully next time, re-reading the kernel's elements).

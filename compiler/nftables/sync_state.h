@@ -15,6 +15,9 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace kpc::nftables {
 
@@ -34,6 +37,17 @@ using NameSet = std::unordered_set<std::string, TextHash, std::equal_to<>>;
 /// nftElementStorage: key ("a . b . c") -> value ("goto chain", "drop", "" for sets).
 using ElementMap = std::unordered_map<std::string, std::string, TextHash, std::equal_to<>>;
 
+/// What one Service contributed to the last sync: the element keys it ensured, its chains and
+/// affinity sets. Kept so that a sync can visit only the Services that changed (the incremental
+/// compiler) and still find every element, chain and set that became unused.
+struct Footprint {
+  std::vector<std::pair<Container, std::string>> elements;
+  std::vector<std::string> chains;
+  std::vector<std::string> affinity_sets;
+  size_t endpoints = 0;
+  size_t no_local_internal = 0, no_local_external = 0;
+};
+
 struct SyncState {
   bool flushed = false;      ///< the base chains were added and deleted once (first full sync of a process)
   bool synced_once = false;  ///< a sync ran: endpoint chains already in the kernel are no longer trusted as-is
@@ -46,6 +60,22 @@ struct SyncState {
   bool table_exists = false;
   NameSet kernel_chains;
   NameSet kernel_sets;
+
+  /// Per Service ("ns/name"), its footprint in the last sync (kept with track_kernel).
+  std::map<std::string, Footprint, std::less<>> footprints;
+  /// Element key -> the Service that ensured it (any container). A key two Services share
+  /// makes their element operations depend on each other: such syncs visit every Service.
+  std::unordered_map<std::string, std::string, TextHash, std::equal_to<>> key_owner;
+  size_t shared_keys = 0;
+
+  /// How to take the kernel view back to before the last sync, should its transaction fail
+  /// (the kernel rolls a failed transaction back; kube-proxy then re-reads it): the elements it
+  /// changed with their former values, the chains and sets it created or deleted.
+  struct Undo {
+    std::vector<std::tuple<Container, std::string, std::optional<std::string>>> elements;
+    std::vector<std::string> added_chains, added_sets, deleted_sets;
+    bool created_table = false;
+  } undo;
 
   ElementMap& of(Container c) { return elements[static_cast<size_t>(c)]; }
   const ElementMap& of(Container c) const { return elements[static_cast<size_t>(c)]; }
