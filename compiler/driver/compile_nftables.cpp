@@ -114,4 +114,15 @@ std::optional<NftCompileResult> compile_nftables_from_prior(const Snapshot& next
   return r;
 }
 
+std::optional<FastPathResult> compile_fastpath(const Snapshot& next, const Snapshot* prior, DiagSink& diags) {
+  auto want = fastpath::desired_state(next, diags);
+  std::optional<fastpath::Desired> had;
+  if (prior) had = fastpath::desired_state(*prior, diags);
+  if (!want || (prior && !had)) return std::nullopt;
+  FastPathResult r;
+  r.tx = fastpath::fastpath_transaction(*want, prior ? &*had : nullptr);
+  r.text = nftables::print_transaction(r.tx);
+  return r;
+}
+
 }  // namespace kpc

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/fastpath/fastpath.h"
 #include "compiler/model/objects.h"
 #include "compiler/nftables/lower.h"
 #include "compiler/proxy/node_context.h"
@@ -60,5 +61,13 @@ struct NftPriorOptions {
 std::optional<NftCompileResult> compile_nftables_from_prior(const Snapshot& next, const Snapshot& prior,
                                                             IPFamily family, const NftPriorOptions& opts,
                                                             DiagSink& diags);
+
+/// KEP-4963's fast path (compiler/fastpath): the transaction of table inet kube-proxy-fastpath
+/// for `next` (full), or with `prior` the incremental one.
+struct FastPathResult {
+  nftables::Transaction tx;
+  std::string text;
+};
+std::optional<FastPathResult> compile_fastpath(const Snapshot& next, const Snapshot* prior, DiagSink& diags);
 
 }  // namespace kpc

@@ -217,6 +217,9 @@ void decode_policies(const DocNode* spec, Service* svc, ObjectReader& r) {
   if (auto td = r.enumeration(spec, "trafficDistribution", "spec.trafficDistribution",
                               {"PreferClose", "PreferSameZone", "PreferSameNode"}, DiagCode::InvalidEnum))
     svc->traffic_distribution = std::vector<std::string>{"PreferClose", "PreferSameZone", "PreferSameNode"}[*td];
+  // KEP-4963's one value; any other is the API server's "Unsupported value" (a located error).
+  if (auto th = r.enumeration(spec, "trafficHint", "spec.trafficHint", {"LongLived"}, DiagCode::InvalidEnum))
+    svc->traffic_hint_long_lived = *th == 0;
 }
 
 void check_type_rules(const DocNode* spec, Service* svc, ObjectReader& r) {

@@ -86,6 +86,8 @@ struct Service {
   SessionAffinity session_affinity = SessionAffinity::None;
   int32_t affinity_timeout_seconds = 10800;  ///< API default
   std::string traffic_distribution;
+  /// spec.trafficHint (KEP-4963): "LongLived" opts the Service into the flowtable fast path.
+  bool traffic_hint_long_lived = false;
   std::string external_name;
 
   ServiceType effective_type() const { return type.value_or(ServiceType::ClusterIP); }

@@ -70,11 +70,15 @@ Backend iptables_backend(IPFamily f) { return f == IPFamily::V4 ? Backend::IPTab
 struct AnyResult {
   std::optional<CompileResult> ipt;
   std::optional<NftCompileResult> nft;
-  const std::string& text() const { return ipt ? ipt->text : nft->text; }
-  bool partial() const { return ipt ? ipt->partial : nft->partial; }
-  const std::string& full_sync_reason() const { return ipt ? ipt->full_sync_reason : nft->full_sync_reason; }
-  size_t changed() const { return ipt ? ipt->changed_services.size() : nft->changed_services.size(); }
-  explicit operator bool() const { return ipt || nft; }
+  std::optional<FastPathResult> fp;
+  const std::string& text() const { return ipt ? ipt->text : nft ? nft->text : fp->text; }
+  bool partial() const { return ipt ? ipt->partial : nft ? nft->partial : false; }
+  const std::string& full_sync_reason() const {
+    static const std::string none;
+    return ipt ? ipt->full_sync_reason : nft ? nft->full_sync_reason : none;
+  }
+  size_t changed() const { return ipt ? ipt->changed_services.size() : nft ? nft->changed_services.size() : 0; }
+  explicit operator bool() const { return ipt || nft || fp; }
 };
 
 // One full (or, with --prior, partial) sync for the snapshots as they are (their node chosen).
@@ -105,7 +109,7 @@ AnyResult compile_one(const CompileOptions& o, const Snapshot& next, const Snaps
       }
       break;
     case BackendKind::FastPath:
-      diags.report(DiagCode::ModeNotCompiled, {}, "", "", "the fastpath back end is not built yet");
+      r.fp = compile_fastpath(next, o.prior.empty() ? nullptr : &prior, diags);
       break;
   }
   return r;
@@ -131,18 +135,27 @@ void print_sync_stats(const CompileOptions& o, const AnyResult& result) {
                  result.full_sync_reason().empty() ? "" : " (",
                  result.full_sync_reason().empty() ? "" : (result.full_sync_reason() + ")").c_str(),
                  result.changed());
-  if (result.ipt) print_stats(result.ipt->sync, result.ipt->text.size());
-  else print_nft_stats(*result.nft);
+  if (result.ipt) {
+    print_stats(result.ipt->sync, result.ipt->text.size());
+  } else if (result.nft) {
+    print_nft_stats(*result.nft);
+  } else {
+    auto s = nftables::transaction_stats(result.fp->tx);
+    std::fprintf(stderr, "transaction: %zu operations (rules %zu; elements added %zu, deleted %zu), %zu bytes\n",
+                 s.operations, s.rules, s.elements_added, s.elements_deleted, result.fp->text.size());
+  }
 }
 
 // The file --node all writes for one node and target.
 std::string program_file_name(Target t) {
   if (t.kind == BackendKind::IPTables) return t.family == IPFamily::V4 ? "iptables.restore" : "ip6tables.restore";
+  if (t.kind == BackendKind::FastPath) return "fastpath.nft";
   return std::string(backend_kind_name(t.kind)) + (t.family == IPFamily::V4 ? "-ipv4.nft" : "-ipv6.nft");
 }
 
 bool context_for(const Snapshot& snap, Target t, DiagSink& diags) {
   if (t.kind == BackendKind::IPTables) return node_context_for(snap, iptables_backend(t.family), diags).has_value();
+  if (t.kind == BackendKind::FastPath) return true;
   return nft_node_context(snap, t.family, diags).has_value();
 }
 
@@ -239,6 +252,10 @@ int run(const CompileOptions& o) {
       std::fprintf(stderr, "error: %s\n", error.c_str());
       return kExitError;
     }
+    if (given->kind == BackendKind::FastPath && !o.family.empty()) {
+      std::fprintf(stderr, "error: --family: the fast path is one inet table for both families\n");
+      return kExitError;
+    }
   }
   if (ok && all_nodes) return run_all_nodes(o, o.backend_given ? given : std::nullopt, next, prior, sm, diags);
   AnyResult result;
@@ -267,9 +284,10 @@ void add_compile(CLI::App& app, int& exit_code) {
       "compile", "Compile a snapshot into the program kube-proxy would write (iptables-restore input or nft transaction)");
   cmd->add_option("inputs", opts->inputs, "snapshot files or directories")->required();
   cmd->add_option("--backend", opts->backend,
-                  "iptables, ip6tables (= iptables --family ipv6) or nftables; default: the snapshot's "
+                  "iptables, ip6tables (= iptables --family ipv6), nftables, or fastpath (KEP-4963's inet "
+                  "kube-proxy-fastpath table, both families); default: the snapshot's "
                   "KubeProxyConfiguration.mode (iptables when unset), as on a node")
-      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables"}))
+      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables", "fastpath"}))
       ->capture_default_str();
   cmd->add_option("--family", opts->family, "ipv4 or ipv6 (default ipv4; ip6tables: ipv6)")
       ->check(CLI::IsMember({"ipv4", "ipv6"}));
@@ -299,6 +317,7 @@ void add_compile(CLI::App& app, int& exit_code) {
       "  kpc compile cluster/ -o v4.restore --stats        full sync, IPv4\n"
       "  kpc compile cluster/ --backend ip6tables          IPv6, to stdout\n"
       "  kpc compile cluster/ --backend nftables           kube-proxy's nftables transaction (nft -f)\n"
+      "  kpc compile cluster/ --backend fastpath           KEP-4963's flowtable fast-path table\n"
       "  kpc compile new/ --prior old/                     the partial restore of the next sync (KEP-3453)\n"
       "  kpc compile cluster/ --prior-state node.save      the smallest repair of a node's drift\n"
       "Exit codes: 0 written, 2 error (located diagnostics on stderr; nothing written).");
