@@ -132,6 +132,12 @@ std::vector<Case> rejected_cases() {
       {"inject", "externalIPs with a rule", plus(svc2("ex", "  externalIPs: [\"1.2.3.4\\n-A X\"]\n")), "E0202"},
       {"inject", "nodePortAddresses with -j", with_config(kConfig + "nodePortAddresses: [\"0.0.0.0/0 -j ACCEPT\"]\n"), "E0203"},
       {"inject", "raw escape byte in a name", with_service(svc("{name: \"web\x1b[2J\", namespace: default}")), "E0003"},
+      // nft syntax (issue 14): statement separators, blocks and comments through every name
+      {"inject-nft", "Service name with ; and a command", with_service(svc("{name: \"web;flush ruleset\", namespace: default}")), "E0200"},
+      {"inject-nft", "namespace with braces", with_service(svc("{name: web, namespace: \"a{b}\"}")), "E0200"},
+      {"inject-nft", "port name with ; and #", with_service(svc_ports("[{name: \"h;#x\", port: 80, nodePort: 30080}]")), "E0204"},
+      {"inject-nft", "slice port name with a brace", with_slice(slice(eps_body("{addresses: [10.1.0.5]}", "[{name: \"http}\", port: 8080}]"))), "E0204"},
+      {"inject-nft", "trafficHint with a command", with_service(svc("{name: web, namespace: default}", dual_spec(kPorts) + "  trafficHint: \"LongLived; flush ruleset\"\n")), "E0302"},
       // ------------------------------------------------ Unicode look-alikes
       {"unicode", "Cyrillic e in a Service name", with_service(svc("{name: \"w\u0435b\", namespace: default}")), "E0200"},
       {"unicode", "fullwidth Service name", with_service(svc("{name: \"\uff57\uff45\uff42\", namespace: default}")), "E0200"},
@@ -275,11 +281,17 @@ std::string check_rejected(const std::string& dir, const std::string& file, cons
   std::string problems;
   std::string base = fs::path(file).filename().string();
   std::regex located(std::regex_replace(base, std::regex(R"([.])"), R"(\.)") + ":[1-9][0-9]*:[1-9][0-9]*: error\\[E[0-9]{4}\\]");
-  for (bool compile : {false, true}) {
+  // validate, then compile for every back end: each must refuse the same way.
+  struct Run {
+    bool compile;
+    const char* backend;
+  };
+  for (const auto& [compile, backend] : {Run{false, ""}, Run{true, ""}, Run{true, "nftables"}, Run{true, "fastpath"}}) {
     std::vector<std::string> argv = {bin_path("kpc"), compile ? "compile" : "validate", file};
     if (compile) argv.insert(argv.end(), {"-o", out});
+    if (*backend) argv.insert(argv.end(), {"--backend", backend});
     Ran ran = timed(argv);
-    std::string cmd = compile ? "compile" : "validate";
+    std::string cmd = compile ? std::string("compile") + (*backend ? std::string(" --backend ") + backend : "") : "validate";
     if (ran.r.exit_code != 2) problems += cmd + " exited " + std::to_string(ran.r.exit_code) + "; ";
     if (ran.seconds > 5 * kTimeScale) problems += cmd + " took " + std::to_string(ran.seconds) + " s; ";
     if (!std::regex_search(ran.r.err, located)) problems += cmd + ": no located error; ";
@@ -319,7 +331,7 @@ TEST(AdversarialCli, ValuesAtTheBoundsAreAccepted) {
     fs::remove(out);
     Ran v = timed({bin_path("kpc"), "validate", file});
     EXPECT_EQ(v.r.exit_code, 0) << what << "\n" << v.r.err;
-    for (const char* backend : {"iptables", "ip6tables"}) {
+    for (const char* backend : {"iptables", "ip6tables", "nftables"}) {
       Ran c = timed({bin_path("kpc"), "compile", file, "--backend", backend, "-o", out});
       EXPECT_EQ(c.r.exit_code, 0) << what << " " << backend << "\n" << c.r.err;
       EXPECT_LT(c.seconds, 5 * kTimeScale) << what;
@@ -339,10 +351,10 @@ TEST(AdversarialCli, IgnoredTextNeverReachesTheProgram) {
   };
   std::string dir = temp_dir("adversarial-ignored");
   write_file(dir + "/base.yaml", Parts{}.text());
-  for (const char* backend : {"iptables", "ip6tables"}) {
+  for (const char* backend : {"iptables", "ip6tables", "nftables", "fastpath"}) {
     Ran base = timed({bin_path("kpc"), "compile", dir + "/base.yaml", "--backend", backend});
     ASSERT_EQ(base.r.exit_code, 0) << base.r.err;
-    ASSERT_NE(base.r.out.find("COMMIT"), std::string::npos);
+    ASSERT_FALSE(base.r.out.empty());
     for (const auto& [what, text] : cases) {
       write_file(dir + "/case.yaml", text);
       Ran c = timed({bin_path("kpc"), "compile", dir + "/case.yaml", "--backend", backend});
@@ -364,6 +376,44 @@ TEST(AdversarialCli, HostileCorpusNeverWritesAProgram) {
     EXPECT_EQ(check_rejected(dir, e.path().string(), ""), "") << e.path();
   }
   EXPECT_GE(n, 10u);
+}
+
+}  // namespace
+}  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Host facts reach nft rules unquoted (kube-proxy writes `iifname != cbr0` and flowtable
+// devices as bare words), so a name iptables takes as one argument can be nft syntax: the
+// nftables and fastpath back ends refuse it, located, and write nothing.
+TEST(AdversarialCli, NftSyntaxInHostNamesIsRefusedByTheNftBackEnds) {
+  std::string dir = temp_dir("adversarial-nft");
+  struct C {
+    std::string what, text;
+    std::vector<const char*> backends;
+  };
+  std::vector<C> cases = {
+      {"bridge interface with ;",
+       with_config(kConfig + "detectLocalMode: BridgeInterface\ndetectLocal: {bridgeInterface: \"cbr0;flush\"}\n"),
+       {"nftables"}},
+      {"interface prefix with a brace",
+       with_config(kConfig + "detectLocalMode: InterfaceNamePrefix\ndetectLocal: {interfaceNamePrefix: \"veth}\"}\n"),
+       {"nftables"}},
+      {"flowtable device with ;", with_env(replaced(kEnv, "name: eth0", "name: \"eth0;x\"")), {"fastpath"}},
+  };
+  for (const auto& c : cases) {
+    std::string file = dir + "/case.yaml", out = dir + "/out.nft";
+    write_file(file, c.text);
+    for (const char* backend : c.backends) {
+      fs::remove(out);
+      Ran r = timed({bin_path("kpc"), "compile", file, "--backend", backend, "-o", out});
+      EXPECT_EQ(r.r.exit_code, 2) << c.what << " " << backend << "\n" << r.r.err;
+      EXPECT_NE(r.r.err.find("case.yaml:"), std::string::npos) << c.what << "\n" << r.r.err;
+      EXPECT_NE(r.r.err.find("error[E0500]"), std::string::npos) << c.what << "\n" << r.r.err;
+      EXPECT_FALSE(fs::exists(out)) << c.what;
+    }
+  }
 }
 
 }  // namespace
