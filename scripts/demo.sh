@@ -92,6 +92,23 @@ step "$KPC" drift "$EXAMPLE" --state "$OUT/node.save" -o "$OUT/drift-repair.rest
 echo "exit code: ${PIPESTATUS[0]}"
 set -e
 cat "$OUT/drift-repair.restore"
+printf '\nnftables mode (issue 14): the transaction kube-proxy'"'"'s nftables proxier hands to nft -f, full and\n'
+printf 'partial, loaded into the real nft in a throw-away network namespace when we are root:\n'
+step "$KPC" compile "$EXAMPLE" --backend nftables -o "$OUT/nftables.nft" --stats
+grep -E 'dnat to|numgen' "$OUT/nftables.nft" | head -n 4
+step "$KPC" compile "$OUT/next" --backend nftables --prior "$EXAMPLE" -o "$OUT/nft-partial.nft" --stats
+cat "$OUT/nft-partial.nft"
+if [ "$(id -u)" = 0 ] && ip netns add kpc-demo 2>/dev/null; then
+  ip netns exec kpc-demo nft -f "$OUT/nftables.nft" && ip netns exec kpc-demo nft -f "$OUT/nft-partial.nft" \
+    && echo "the real nft accepted the full and the partial transaction"
+  ip netns exec kpc-demo nft list chain ip kube-proxy services
+  ip netns del kpc-demo
+fi
+
+printf '\nKEP-4963 fast path: Services with trafficHint: LongLived (shop/web here) offloaded to a flowtable:\n'
+step "$KPC" compile "$EXAMPLE" --backend fastpath -o "$OUT/fastpath.nft"
+cat "$OUT/fastpath.nft"
+
 printf '\nA bad input is refused with a located error and exit code 2:\n'
 printf 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\nspec:\n  clusterIP: 10.0.0.1\n  ports:\n  - {name: a, port: 80}\n  - {name: b, port: 70000}\n' > "$OUT/bad.yaml"
 set +e
