@@ -13,19 +13,20 @@ std::optional<Backend> backend_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-std::optional<proxy::NodeContext> node_context_for(const Snapshot& snap, Backend backend, DiagSink& diags) {
-  IPFamily family = backend_family(backend);
-  auto node = proxy::build_node_context(snap, family, diags);
-  if (!node) return std::nullopt;
-  bool has_family_address = node->node_ip.has_value();
-  for (const auto& ip : node->host_addresses) has_family_address |= !ip.is_loopback();
-  if (!has_family_address) {
+bool has_family_address(const Snapshot& snap, const proxy::NodeContext& node, DiagSink& diags) {
+  bool has = node.node_ip.has_value();
+  for (const auto& ip : node.host_addresses) has |= !ip.is_loopback();
+  if (!has)
     diags.report(DiagCode::FamilyUnavailable, snap.config.pos, "", "",
-                 std::string("node \"") + node->node_name + "\" has no " + family_name(family) +
+                 std::string("node \"") + node.node_name + "\" has no " + family_name(node.family) +
                      " address (Node status.addresses or NodeEnvironment.interfaces): kube-proxy would run no " +
-                     family_name(family) + " proxier");
-    return std::nullopt;
-  }
+                     family_name(node.family) + " proxier");
+  return has;
+}
+
+std::optional<proxy::NodeContext> node_context_for(const Snapshot& snap, Backend backend, DiagSink& diags) {
+  auto node = proxy::build_node_context(snap, backend_family(backend), diags);
+  if (!node || !has_family_address(snap, *node, diags)) return std::nullopt;
   return node;
 }
 

@@ -22,6 +22,10 @@ enum class Backend { IPTables, IP6Tables };
 std::optional<Backend> backend_from_name(std::string_view name);
 inline IPFamily backend_family(Backend b) { return b == Backend::IPTables ? IPFamily::V4 : IPFamily::V6; }
 
+/// Whether the node has an address of the context's family; reports E0701 when not (kube-proxy
+/// would run no proxier of that family). Shared by every back end.
+bool has_family_address(const Snapshot& snap, const proxy::NodeContext& node, DiagSink& diags);
+
 /// The node context for the back end's family; reports E0701 (and returns nullopt) when
 /// the node has no address of that family, so that kube-proxy would run no such proxier.
 std::optional<proxy::NodeContext> node_context_for(const Snapshot& snap, Backend backend, DiagSink& diags);

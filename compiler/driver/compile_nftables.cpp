@@ -3,41 +3,21 @@
 #include <algorithm>
 #include <cctype>
 
+#include "compiler/driver/compile.h"
+#include "compiler/nftables/names.h"
 #include "compiler/proxy/change_tracker.h"
 #include "compiler/proxy/service_ports.h"
 
 namespace kpc {
 
-namespace {
-
-// Interface names reach nft rules unquoted (`iifname != cbr0`, kube-proxy's text): only
-// characters nft reads as one word are safe there.
-bool nft_safe_ifname(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
-  return true;
-}
-
-}  // namespace
-
 std::optional<proxy::NodeContext> nft_node_context(const Snapshot& snap, IPFamily family, DiagSink& diags) {
   auto node = proxy::build_node_context(snap, family, diags);
-  if (!node) return std::nullopt;
-  bool has_family_address = node->node_ip.has_value();
-  for (const auto& ip : node->host_addresses) has_family_address |= !ip.is_loopback();
-  if (!has_family_address) {
-    diags.report(DiagCode::FamilyUnavailable, snap.config.pos, "", "",
-                 std::string("node \"") + node->node_name + "\" has no " + family_name(family) +
-                     " address (Node status.addresses or NodeEnvironment.interfaces): kube-proxy would run no " +
-                     family_name(family) + " proxier");
-    return std::nullopt;
-  }
+  if (!node || !has_family_address(snap, *node, diags)) return std::nullopt;
   node->masquerade_all = snap.config.nftables.masquerade_all;
   node->masquerade_mark = 1u << snap.config.nftables.masquerade_bit;
   using K = proxy::LocalDetector::Kind;
   if ((node->detector.kind == K::Bridge || node->detector.kind == K::InterfacePrefix) &&
-      !nft_safe_ifname(node->detector.iface)) {
+      !nftables::is_nft_word(node->detector.iface)) {  // `iifname != cbr0`: written unquoted
     const char* field = node->detector.kind == K::Bridge ? "detectLocal.bridgeInterface" : "detectLocal.interfaceNamePrefix";
     Pos at = snap.config.fields.at(field);
     diags.report(DiagCode::InvalidConfig, at.known() ? at : snap.config.pos,

@@ -1,7 +1,8 @@
 #include "compiler/fastpath/fastpath.h"
 
+#include "compiler/nftables/names.h"
+
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 
 namespace kpc::fastpath {
@@ -13,14 +14,6 @@ constexpr const char* kIp4Ports = "service-ip4-ports";
 constexpr const char* kIp6Ports = "service-ip6-ports";
 constexpr const char* kMarkChain = "fastpath-mark";
 constexpr const char* kOffloadChain = "fastpath";
-
-// Device names are written unquoted in `devices = { ... }`, as knftables writes them.
-bool nft_word(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
-  return true;
-}
 
 std::string hex8(uint32_t v) {
   char buf[16];
@@ -72,7 +65,7 @@ std::optional<Desired> desired_state(const Snapshot& snap, DiagSink& diags) {
   for (size_t i = 0; i < snap.env.interfaces.size(); ++i) {
     const auto& itf = snap.env.interfaces[i];
     if (itf.name == "lo") continue;  // loopback traffic never reaches the forward hook
-    if (!nft_word(itf.name)) {
+    if (!nftables::is_nft_word(itf.name)) {  // devices are written unquoted, as knftables does
       std::string path = "interfaces[" + std::to_string(i) + "].name";
       Pos at = snap.env.fields.at(path);
       diags.report(DiagCode::InvalidConfig, at.known() ? at : snap.env.pos, "NodeEnvironment", path,

@@ -1,5 +1,6 @@
 #include "compiler/nftables/names.h"
 
+#include <cctype>
 #include <cstdio>
 
 #include "compiler/support/sha256.h"
@@ -61,6 +62,13 @@ void append_endpoint_base(std::string& out, std::string_view ns, std::string_vie
     out.resize(start + kChainNameBaseLengthMax - 3);
     out += "...";
   }
+}
+
+bool is_nft_word(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  return true;
 }
 
 ServicePortNames service_port_names(std::string_view ns, std::string_view name, std::string_view proto,

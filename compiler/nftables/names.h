@@ -38,6 +38,10 @@ struct ServicePortNames {
 ServicePortNames service_port_names(std::string_view ns, std::string_view name, std::string_view proto,
                                     std::string_view port_name);
 
+/// Text kube-proxy writes unquoted into nft commands (interface names after `iifname`,
+/// flowtable devices) is safe only when nft reads it as one word: letters, digits, '-', '_', '.'.
+bool is_nft_word(std::string_view s);
+
 /// kube-proxy recognises the chains it may flush and delete as stale by a "/" in the name:
 /// every per-service chain has one, no fixed chain does.
 inline bool is_service_chain(std::string_view chain) { return chain.find('/') != std::string_view::npos; }
