@@ -1,6 +1,7 @@
 #include "compiler/nftables/lower.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <unordered_set>
 
@@ -21,6 +22,29 @@ const char* container_name(Container c) {
 }
 
 bool container_is_map(Container c) { return c != Container::ClusterIPs; }
+
+std::optional<LayoutProfile> layout_for_version(std::string_view version, std::string* why) {
+  std::string_view v = version;
+  if (!v.empty() && v[0] == 'v') v.remove_prefix(1);
+  int major = 0, minor = 0;
+  size_t i = 0;
+  auto number = [&](int* out) {
+    size_t start = i;
+    while (i < v.size() && std::isdigit(static_cast<unsigned char>(v[i]))) *out = *out * 10 + (v[i++] - '0');
+    return i > start && i - start < 5;
+  };
+  bool ok = number(&major) && i < v.size() && v[i++] == '.' && number(&minor);
+  if (ok && i < v.size()) ok = v[i] == '.' || v[i] == '-' || v[i] == '+';  // patch, pre-release, build
+  if (!ok) {
+    *why = "\"" + std::string(version) + "\" is not a Kubernetes version (1.34, v1.35.2)";
+    return std::nullopt;
+  }
+  if (major == 1 && minor >= 33 && minor <= 35) return LayoutProfile::V1_33;
+  *why = "kpc has the nftables layout of kube-proxy v1.33-v1.35; v" + std::to_string(major) + "." +
+         std::to_string(minor) + (major == 1 && minor < 33 ? " wrote other chains (v1.29-v1.32)" : " inlines the masquerade marks") +
+         " and has no profile yet";
+  return std::nullopt;
+}
 
 namespace {
 

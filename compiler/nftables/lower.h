@@ -8,6 +8,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,6 +23,11 @@ namespace kpc::nftables {
 /// The kube-proxy release whose nftables layout is written. One profile exists today;
 /// a later layout (e.g. v1.36's inlined masquerade marks) is a new value, not a fork.
 enum class LayoutProfile : uint8_t { V1_33 };
+
+/// The layout kube-proxy `version` ("1.34", "v1.35.2") writes: V1_33 for 1.33-1.35; nullopt for
+/// versions whose layout kpc has no profile for (before 1.33: other chains; 1.36 and later: the
+/// masquerade marks inlined), with *why set.
+std::optional<LayoutProfile> layout_for_version(std::string_view version, std::string* why);
 
 struct SyncOptions {
   LayoutProfile profile = LayoutProfile::V1_33;

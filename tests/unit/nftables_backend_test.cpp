@@ -8,6 +8,7 @@
 #include "compiler/nftables/names.h"
 #include "compiler/proxy/service_ports.h"
 #include "tests/support/cluster_env.h"
+#include "tests/support/test_util.h"
 
 namespace kpc::test {
 namespace {
@@ -244,6 +245,28 @@ TEST(NftSync, UnsafeDetectorInterfaceIsALocatedError) {
   EXPECT_FALSE(compile_nftables(*snap, IPFamily::V4, {}, diags).has_value());
   ASSERT_FALSE(diags.all().empty());
   EXPECT_EQ(diags.all()[0].code, DiagCode::InvalidConfig);
+}
+
+}  // namespace
+}  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+TEST(NftLayout, KubeProxyVersionsMapToProfiles) {
+  std::string why;
+  for (const char* v : {"1.33", "v1.34.2", "1.35.0-rc.1", "1.35+k3s"})
+    EXPECT_EQ(nftables::layout_for_version(v, &why), nftables::LayoutProfile::V1_33) << v << " " << why;
+  for (const char* v : {"1.32", "1.36", "2.0", "banana", "1.", "v1.3x", ""}) {
+    why.clear();
+    EXPECT_FALSE(nftables::layout_for_version(v, &why)) << v;
+    EXPECT_FALSE(why.empty()) << v;
+  }
+  auto r = run({bin_path("kpc"), "compile", source_path("fixtures/example"), "--backend", "nftables",
+                "--kube-proxy-version", "1.36"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no profile yet"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ struct CompileOptions {
   std::string flavor = "legacy";
   std::string backend = "iptables";
   std::string family;  ///< --family: "" = the back end's default (IPv4; ip6tables: IPv6)
+  std::string kube_proxy_version = "1.35";  ///< --kube-proxy-version: the nftables layout
   std::string output;
   bool full = false;
   bool stats = false;
@@ -97,17 +98,26 @@ AnyResult compile_one(const CompileOptions& o, const Snapshot& next, const Snaps
       }
       break;
     }
-    case BackendKind::NFTables:
+    case BackendKind::NFTables: {
+      std::string why;
+      auto profile = nftables::layout_for_version(o.kube_proxy_version, &why);
+      if (!profile) {
+        diags.report(DiagCode::ModeNotCompiled, {}, "", "", "--kube-proxy-version: " + why);
+        break;
+      }
       if (o.prior.empty()) {
         NftOptions no;
+        no.profile = *profile;
         no.keep_state = false;  // one sync, printed: nothing needs the proxier's state after it
         r.nft = compile_nftables(next, target.family, no, diags);
       } else {
         NftPriorOptions po;
+        po.profile = *profile;
         po.force_full = o.full;
         r.nft = compile_nftables_from_prior(next, prior, target.family, po, diags);
       }
       break;
+    }
     case BackendKind::FastPath:
       r.fp = compile_fastpath(next, o.prior.empty() ? nullptr : &prior, diags);
       break;
@@ -291,6 +301,9 @@ void add_compile(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--family", opts->family, "ipv4 or ipv6 (default ipv4; ip6tables: ipv6)")
       ->check(CLI::IsMember({"ipv4", "ipv6"}));
+  cmd->add_option("--kube-proxy-version", opts->kube_proxy_version,
+                  "the kube-proxy release whose nftables layout to write (1.33-1.35 share one; others are refused)")
+      ->capture_default_str();
   cmd->add_option("--prior", opts->prior,
                   "the snapshot kube-proxy last synced successfully: write the partial restore (KEP-3453) "
                   "that brings the node from it to SNAPSHOT");
