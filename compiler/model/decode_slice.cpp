@@ -175,6 +175,14 @@ bool decode_service_cidr(const DocNode& obj, ServiceCIDR* out, DiagSink& diags) 
   decode_meta(obj, "ServiceCIDR", false, 0, &out->meta, r);
   const DocNode* spec = r.map(&obj, "spec", "spec");
   std::vector<ObjectReader::ListEntry> cidrs = r.str_list(spec, "cidrs", "spec.cidrs");
+  // The API server requires at least one range ("at least one CIDR required"): no spec, no
+  // cidrs, null or [] is a missing field (a spec or cidrs of the wrong type is E0100 alone).
+  const DocNode* list = spec ? spec->get("cidrs") : nullptr;
+  bool wrong_type = obj.get("spec") && !obj.get("spec")->is_null() && !spec;
+  wrong_type |= list && !list->is_null() && !list->is_seq();
+  if (!wrong_type && (!list || !list->is_seq() || list->items.empty()))
+    r.error(DiagCode::MissingField, list ? list->pos : spec ? spec->pos : out->meta.pos, "spec.cidrs",
+            "required value: at least one CIDR");
   if (cidrs.size() > 2) r.error(DiagCode::TooMany, spec->get("cidrs")->pos, "spec.cidrs", "must have at most 2 items");
   for (const auto& e : cidrs)
     if (auto c = r.cidr_text(e.value, e.pos, index_path("spec.cidrs", e.index))) {
