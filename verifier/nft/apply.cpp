@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "verifier/nft/internal.h"
@@ -563,6 +564,9 @@ class Applier {
       case Obj::Rule: {
         if (c.verb == Verb::Delete) return true;
         const ParsedRule& r = c.rule;
+        if (c.verb == Verb::Replace)
+          for (const auto& as : r.anon_sets)
+            if (as.interval) return refuse(as.loc, "replace of a rule with an anonymous interval set (nft 1.0.6 aborts: BUG unhandled op)");
         if (!r.canonicalized) tx_.warnings.push_back(file_ + ":" + std::to_string(c.loc.line) + ": rule not canonicalized (" + r.why_not + "): " + r.text);
         for (const auto& ref : r.ref_locs) {
           if (ref.kind == ParsedRule::Ref::Chain) continue;
@@ -719,7 +723,12 @@ class Applier {
 
   static size_t index_of(const std::vector<Table>& v, const Table* t) { return static_cast<size_t>(t - v.data()); }
 
-  void release_rule(Table& t, const Rule& r) { count_rule_refs(tx_, t, r, -1); }
+  // Rules this batch removed (table, chain, handle): the kernel still finds them by handle.
+  std::set<std::tuple<const Table*, std::string, uint64_t>> removed_;
+  void release_rule(Table& t, const std::string& chain, const Rule& r) {
+    count_rule_refs(tx_, t, r, -1);
+    removed_.insert({&t, chain, r.handle});
+  }
 
   void kernel_one(Command& c, size_t idx) {
     switch (c.obj) {
@@ -770,7 +779,7 @@ class Applier {
       case Verb::Flush:
         if (!t) return kerr(c, Errno::Noent, &c.table_loc);
         for (auto& ch : t->chains) {
-          for (const auto& r : ch.rules) release_rule(*t, r);
+          for (const auto& r : ch.rules) release_rule(*t, ch.name, r);
           ch.rules.clear();
         }
         return;
@@ -796,8 +805,8 @@ class Applier {
           if (c.verb == Verb::Create) return kerr(c, Errno::Exist, &c.name_loc);
           if (!c.chain.has_hook) return;
           if (!ch->base) return kerr(c, Errno::Exist, &c.name_loc);
-          if (ch->type != c.chain.type) return kerr(c, Errno::Exist, &c.name_loc);
           if (ch->hook != c.chain.hook || ch->priority != c.chain.priority) return kerr(c, Errno::Notsupp, nullptr);
+          if (ch->type != c.chain.type) return kerr(c, Errno::Exist, &c.name_loc);
           if (c.chain.policy) ch->policy = *c.chain.policy;
           return;
         }
@@ -823,7 +832,7 @@ class Applier {
         return delete_chain(c, *t, *ch, c.name_loc);
       case Verb::Flush:
         if (!ch) return kerr(c, Errno::Noent, &c.name_loc);
-        for (const auto& r : ch->rules) release_rule(*t, r);
+        for (const auto& r : ch->rules) release_rule(*t, ch->name, r);
         ch->rules.clear();
         return;
       default: return;
@@ -831,9 +840,12 @@ class Applier {
   }
 
   void delete_chain(const Command& c, Table& t, Chain& ch, const Loc& loc) {
+    // The kernel removes the chain's rules first, then refuses a chain something still
+    // references (EBUSY): the removals stay in the batch.
+    for (const auto& r : ch.rules) release_rule(t, ch.name, r);
+    ch.rules.clear();
     int use = tx_.chain_use[&t][ch.name];
     if (use > 0) return kerr(c, Errno::Busy, &loc);
-    for (const auto& r : ch.rules) release_rule(t, r);
     size_t i = &ch - t.chains.data();
     t.chains.erase(t.chains.begin() + i);
   }
@@ -844,7 +856,9 @@ class Applier {
     if (c.verb != Verb::Delete) {
       for (const auto& as : c.rule.anon_sets) {
         if (!t) {
-          kerr(c, Errno::Noent, &c.table_loc);
+          // the set's message, then its elements' message, each without a hint
+          err(c.table_loc, std::string("Could not process rule: ") + strerr(Errno::Noent));
+          err(as.loc, std::string("Could not process rule: ") + strerr(Errno::Noent));
           continue;
         }
         ++t->next_handle;
@@ -871,8 +885,11 @@ class Applier {
     };
     if (c.verb == Verb::Delete) {
       long i = find_handle(*c.handle);
+      // a rule this batch already removed is still found, but cannot be deactivated twice:
+      // ENOENT without a bad attribute (the whole command)
+      if (i < 0 && removed_.count({t, ch->name, *c.handle})) return kerr(c, Errno::Noent, nullptr);
       if (i < 0) return kerr(c, Errno::Noent, &c.handle_loc);
-      release_rule(*t, ch->rules[i]);
+      release_rule(*t, ch->name, ch->rules[i]);
       ch->rules.erase(ch->rules.begin() + i);
       return;
     }
@@ -880,6 +897,10 @@ class Applier {
     uint64_t handle = 0;
     if (c.verb == Verb::Replace) {
       at = find_handle(*c.handle);
+      if (at < 0 && removed_.count({t, ch->name, *c.handle})) {
+        refuse(c.loc, "replace of a rule this transaction removed");
+        return;
+      }
       if (at < 0) return kerr(c, Errno::Noent, &c.handle_loc);
       handle = *c.handle;
     } else {
@@ -887,6 +908,10 @@ class Applier {
       const RulePos& p = pos_[idx];
       if (p.kind == RulePos::Handle) {
         at = find_handle(p.id);
+        if (at < 0 && removed_.count({t, ch->name, p.id})) {
+          refuse(c.loc, "a position on a rule this transaction removed");
+          return;
+        }
         if (at < 0) return kerr(c, Errno::Noent, c.index ? &c.index_loc : &c.handle_loc);
       } else if (p.kind == RulePos::TxId) {
         for (size_t i = 0; i < ch->rules.size(); ++i)
@@ -929,7 +954,7 @@ class Applier {
         s->size_implied = true;
       }
     if (c.verb == Verb::Replace) {
-      release_rule(*t, ch->rules[at]);
+      release_rule(*t, ch->name, ch->rules[at]);
       ch->rules[at] = std::move(r);
     } else if (c.verb == Verb::Insert) {
       ch->rules.insert(ch->rules.begin() + (at >= 0 ? at : 0), std::move(r));
@@ -1034,11 +1059,7 @@ class Applier {
         refuse(spec.key_loc, "elements of interval sets");
         return;
       }
-      if (it != s->elements.end()) {
-        if (c.verb == Verb::Create) return kerr_elem(c, Errno::Exist, spec.key_loc);
-        if (s->is_map && it->value != e.value) return kerr_elem(c, Errno::Exist, spec.key_loc);
-        continue;
-      }
+      // the value (a verdict's chain) is read before the key is looked up
       if (auto ch = verdict_chain(e.value)) {
         Chain* target = t->find_chain(*ch);
         if (!target) return kerr_elem(c, Errno::Noent, spec.key_loc);
@@ -1046,6 +1067,11 @@ class Applier {
           refuse(spec.key_loc, "a map element that jumps to a base chain");
           return;
         }
+      }
+      if (it != s->elements.end()) {
+        if (c.verb == Verb::Create) return kerr_elem(c, Errno::Exist, spec.key_loc);
+        if (s->is_map && it->value != e.value) return kerr_elem(c, Errno::Exist, spec.key_loc);
+        continue;
       }
       count_elem_refs(tx_, *t, e, +1);
       s->elements.push_back(std::move(e));
@@ -1134,6 +1160,52 @@ std::optional<std::string> find_loop(const NftState& s) {
       int d = dfs(ch.name);
       if (found) return "a loop through chain " + *found + " in table " + family_name(t.family) + " " + t.name;
       if (ch.base && d > 15) return "a jump depth over 16 from base chain " + ch.name;
+    }
+  }
+  return std::nullopt;
+}
+
+// dnat/snat/masquerade/reject in a chain a base chain of another type or hook reaches: the
+// kernel refuses it (EOPNOTSUPP) on a message kpc does not pin down. Not modelled.
+std::optional<std::string> find_misplaced(const NftState& s) {
+  for (const auto& t : s.tables) {
+    std::unordered_map<std::string, std::vector<std::string>> set_targets;
+    for (const auto& st : t.sets)
+      for (const auto& e : st.elements)
+        if (auto c = verdict_chain(e.value)) set_targets[st.name].push_back(*c);
+    std::unordered_map<std::string, const Chain*> by_name;
+    for (const auto& ch : t.chains) by_name[ch.name] = &ch;
+    for (const auto& base : t.chains) {
+      if (!base.base) continue;
+      std::set<std::string> seen;
+      std::vector<const Chain*> todo{&base};
+      while (!todo.empty()) {
+        const Chain* ch = todo.back();
+        todo.pop_back();
+        if (!seen.insert(ch->name).second) continue;
+        for (const auto& r : ch->rules) {
+          const RuleRefs& f = r.refs;
+          const std::string& h = base.hook;
+          bool nat = base.type == "nat";
+          bool bad = (f.dnat && !(nat && (h == "prerouting" || h == "output"))) ||
+                     (f.snat && !(nat && (h == "postrouting" || h == "input"))) ||
+                     (f.masquerade && !(nat && h == "postrouting")) ||
+                     (f.reject && !(h == "prerouting" || h == "input" || h == "forward" || h == "output"));
+          if (bad)
+            return "a rule of chain " + ch->name + " (" + r.canonical + ") reached from base chain " + base.name +
+                   " (type " + base.type + " hook " + h + ")";
+          auto go = [&](const std::string& n) {
+            auto it = by_name.find(n);
+            if (it != by_name.end()) todo.push_back(it->second);
+          };
+          for (const auto& c : f.chains) go(c);
+          for (const auto& sn : f.sets) {
+            auto it = set_targets.find(sn);
+            if (it != set_targets.end())
+              for (const auto& c : it->second) go(c);
+          }
+        }
+      }
     }
   }
   return std::nullopt;
@@ -1244,6 +1316,14 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
       res.error = res.errors.front();
       return res;
     }
+  if (eval_ok) {
+    if (auto bad = find_misplaced(work)) {
+      Err e{Loc{1, 1, 1}, "not modelled by kpc: " + *bad + " (the kernel refuses such statements there)", true};
+      res.errors = {make_error(e, file_name, text)};
+      res.error = res.errors.front();
+      return res;
+    }
+  }
   if (a.tx_.errors.empty()) {
     if (auto loop = find_loop(work)) {
       Err e{Loc{1, 1, 1}, "not modelled by kpc: " + *loop + " (the kernel refuses loops with EMLINK)", true};
@@ -1260,8 +1340,15 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
     if (eval_ok) {
       state.next_table_handle = work.next_table_handle;
       for (auto& t : state.tables)
-        if (const Table* w = work.find_table(t.family, t.name); w && w->handle == t.handle)
+        if (const Table* w = work.find_table(t.family, t.name); w && w->handle == t.handle) {
           t.next_handle = std::max(t.next_handle, w->next_handle);
+          // and the size the kernel gave a set a rule of the batch updates (never rolled back)
+          for (auto& st : t.sets)
+            if (const Set* ws = w->find_set(st.name); ws && ws->handle == st.handle && st.size == 0 && ws->size_implied) {
+              st.size = ws->size;
+              st.size_implied = true;
+            }
+        }
     }
     return res;
   }

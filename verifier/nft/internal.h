@@ -85,6 +85,8 @@ struct ParsedRule {
   /// Anonymous sets/maps the rule declares (each one a set in the kernel: a handle).
   struct AnonSet {
     std::vector<std::pair<std::string, Loc>> chain_values;  ///< verdict chain of each element, at the element key's location
+    Loc loc;                ///< the `{ ... }`
+    bool interval = false;  ///< an anonymous set with prefixes (nft makes it an interval set)
   };
   std::vector<AnonSet> anon_sets;
   /// Sets the rule uses with the key types it gives them (datatype checks).

@@ -76,6 +76,9 @@ struct RuleRefs {
   std::vector<std::string> sets;    ///< @set / @map names (lookups, vmaps, updates)
   std::vector<std::string> dynset;  ///< sets a rule updates (`update @s { ... }`, `add @s { ... }`)
   std::vector<std::string> flowtables;  ///< `flow add @ft`
+  /// Statements the kernel only takes in some base chains (checked against every base chain
+  /// that reaches the rule): dnat, snat, masquerade, reject.
+  bool dnat = false, snat = false, masquerade = false, reject = false;
 };
 
 struct Rule {

@@ -441,6 +441,9 @@ class Parser {
       case Obj::Ruleset: break;
     }
     c.loc = span(start, t_[p_ - 1].loc);
+    // nft's command location takes the newline (or ';') that ends it
+    if ((peek().kind == Tok::Newline || peek().kind == Tok::Semi) && peek().loc.line == c.loc.line)
+      c.loc.col_end = peek().loc.col_end;
     return c;
   }
 
@@ -699,17 +702,17 @@ class Parser {
         next();
         e.key.push_back(word("element key", &ke));
       }
-      e.key_loc = span(kb, ke);
       while (true) {
         if (is_word("timeout")) {
           next();
-          e.timeout = word("time");
+          e.timeout = word("time", &ke);
         } else if (is_word("expires")) {
           next();
-          e.expires = word("time");
+          e.expires = word("time", &ke);
         } else if (is_word("comment")) {
           next();
           if (peek().kind != Tok::String) fail(peek().loc, "syntax error, expecting string", true);
+          ke = peek().loc;
           e.comment = next().text;
         } else if (is_word("counter")) {
           fail(peek().loc, "element counters are not modelled by kpc");
@@ -717,6 +720,8 @@ class Parser {
           break;
         }
       }
+      // nft locates an element at its key and its options (comment, timeout), not its value
+      e.key_loc = span(kb, ke);
       if (peek().kind == Tok::Colon) {
         next();
         std::string v = word("element value");

@@ -396,13 +396,17 @@ class RuleParser {
   }
 
   // `{ v, v, ... }` after '{' was consumed; the set's elements sorted as nft lists them.
-  std::string anon_set(Dtype d, bool* single) {
+  std::string anon_set(Dtype d, bool* single, const Loc& open) {
     std::vector<std::pair<std::string, std::string>> elems;  // sortkey, text
+    Loc close = open;
+    bool interval = false;
     while (true) {
       if (peek().kind == Tok::RBrace) {
+        close = peek().loc;
         ++p_;
         break;
       }
+      if (peek().kind == Tok::Word && peek().text.find('/') != std::string::npos) interval = true;
       std::string sk;
       std::string v = value(d, &sk);
       elems.push_back({sk, v});
@@ -411,6 +415,7 @@ class RuleParser {
         continue;
       }
       if (peek().kind == Tok::RBrace) {
+        close = peek().loc;
         ++p_;
         break;
       }
@@ -437,7 +442,10 @@ class RuleParser {
       out += elems[i].second;
     }
     out += " }";
-    anon_.push_back({});
+    ParsedRule::AnonSet as;
+    as.loc = Loc{open.line, open.col_begin, close.col_end};
+    as.interval = interval;
+    anon_.push_back(as);
     return out;
   }
 
@@ -479,8 +487,9 @@ class RuleParser {
     bad("a verdict");
   }
 
-  std::string inline_vmap(const Lhs& l) {
+  std::string inline_vmap(const Lhs& l, const Loc& open) {
     if (l.types.size() != 1) bad("an anonymous concatenated map");
+    Loc close = open;
     Dtype d = l.types[0];
     struct E {
       std::string sk, key, val;
@@ -490,6 +499,7 @@ class RuleParser {
     std::vector<E> elems;
     while (true) {
       if (peek().kind == Tok::RBrace) {
+        close = peek().loc;
         ++p_;
         break;
       }
@@ -517,6 +527,7 @@ class RuleParser {
         continue;
       }
       if (peek().kind == Tok::RBrace) {
+        close = peek().loc;
         ++p_;
         break;
       }
@@ -524,6 +535,7 @@ class RuleParser {
     }
     if (elems.empty()) bad("an empty map");
     ParsedRule::AnonSet as;
+    as.loc = Loc{open.line, open.col_begin, close.col_end};
     for (const auto& e : elems)
       if (!e.chain.empty()) as.chain_values.push_back({e.chain, e.loc});
     anon_.push_back(as);
@@ -586,11 +598,13 @@ class RuleParser {
     if (w == "reject") {
       ++p_;
       if (is("with")) bad("reject with");
+      refs_.reject = true;
       *terminal = true;
       return "reject";
     }
     if (w == "masquerade") {
       ++p_;
+      refs_.masquerade = true;
       if (is("fully-random") || is("random") || is("persistent")) {
         std::string f = word();
         if (peek().kind == Tok::Comma) bad("several masquerade flags");
@@ -601,6 +615,7 @@ class RuleParser {
     }
     if (w == "dnat" || w == "snat") {
       ++p_;
+      (w == "dnat" ? refs_.dnat : refs_.snat) = true;
       return nat_target(w);
     }
     if (w == "counter") {
@@ -664,9 +679,10 @@ class RuleParser {
         return l.text + " vmap @" + s.text;
       }
       if (peek().kind == Tok::LBrace) {
+        Loc open = peek().loc;
         ++p_;
         *terminal = true;
-        return l.text + " " + inline_vmap(l);
+        return l.text + " " + inline_vmap(l, open);
       }
       bad("a vmap");
     }
@@ -713,10 +729,11 @@ class RuleParser {
       rhs = s;
       if (op == "==") bad("ct state ==");
     } else if (peek().kind == Tok::LBrace) {
+      Loc open = peek().loc;
       ++p_;
       if (l.binop) bad("a set of masks");
       bool single = false;
-      rhs = anon_set(l.types[0], &single);
+      rhs = anon_set(l.types[0], &single, open);
     } else {
       std::string sk;
       rhs = value(l.types[0], &sk);
