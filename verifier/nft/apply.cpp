@@ -724,10 +724,10 @@ class Applier {
   static size_t index_of(const std::vector<Table>& v, const Table* t) { return static_cast<size_t>(t - v.data()); }
 
   // Rules this batch removed (table, chain, handle): the kernel still finds them by handle.
-  std::set<std::tuple<const Table*, std::string, uint64_t>> removed_;
-  void release_rule(Table& t, const std::string& chain, const Rule& r) {
+  std::set<std::tuple<const Table*, uint64_t, uint64_t>> removed_;  // (table, chain handle, rule handle)
+  void release_rule(Table& t, const Chain& chain, const Rule& r) {
     count_rule_refs(tx_, t, r, -1);
-    removed_.insert({&t, chain, r.handle});
+    removed_.insert({&t, chain.handle, r.handle});
   }
 
   void kernel_one(Command& c, size_t idx) {
@@ -779,7 +779,7 @@ class Applier {
       case Verb::Flush:
         if (!t) return kerr(c, Errno::Noent, &c.table_loc);
         for (auto& ch : t->chains) {
-          for (const auto& r : ch.rules) release_rule(*t, ch.name, r);
+          for (const auto& r : ch.rules) release_rule(*t, ch, r);
           ch.rules.clear();
         }
         return;
@@ -832,7 +832,7 @@ class Applier {
         return delete_chain(c, *t, *ch, c.name_loc);
       case Verb::Flush:
         if (!ch) return kerr(c, Errno::Noent, &c.name_loc);
-        for (const auto& r : ch->rules) release_rule(*t, ch->name, r);
+        for (const auto& r : ch->rules) release_rule(*t, *ch, r);
         ch->rules.clear();
         return;
       default: return;
@@ -842,7 +842,7 @@ class Applier {
   void delete_chain(const Command& c, Table& t, Chain& ch, const Loc& loc) {
     // The kernel removes the chain's rules first, then refuses a chain something still
     // references (EBUSY): the removals stay in the batch.
-    for (const auto& r : ch.rules) release_rule(t, ch.name, r);
+    for (const auto& r : ch.rules) release_rule(t, ch, r);
     ch.rules.clear();
     int use = tx_.chain_use[&t][ch.name];
     if (use > 0) return kerr(c, Errno::Busy, &loc);
@@ -887,9 +887,9 @@ class Applier {
       long i = find_handle(*c.handle);
       // a rule this batch already removed is still found, but cannot be deactivated twice:
       // ENOENT without a bad attribute (the whole command)
-      if (i < 0 && removed_.count({t, ch->name, *c.handle})) return kerr(c, Errno::Noent, nullptr);
+      if (i < 0 && removed_.count({t, ch->handle, *c.handle})) return kerr(c, Errno::Noent, nullptr);
       if (i < 0) return kerr(c, Errno::Noent, &c.handle_loc);
-      release_rule(*t, ch->name, ch->rules[i]);
+      release_rule(*t, *ch, ch->rules[i]);
       ch->rules.erase(ch->rules.begin() + i);
       return;
     }
@@ -897,7 +897,7 @@ class Applier {
     uint64_t handle = 0;
     if (c.verb == Verb::Replace) {
       at = find_handle(*c.handle);
-      if (at < 0 && removed_.count({t, ch->name, *c.handle})) {
+      if (at < 0 && removed_.count({t, ch->handle, *c.handle})) {
         refuse(c.loc, "replace of a rule this transaction removed");
         return;
       }
@@ -908,7 +908,7 @@ class Applier {
       const RulePos& p = pos_[idx];
       if (p.kind == RulePos::Handle) {
         at = find_handle(p.id);
-        if (at < 0 && removed_.count({t, ch->name, p.id})) {
+        if (at < 0 && removed_.count({t, ch->handle, p.id})) {
           refuse(c.loc, "a position on a rule this transaction removed");
           return;
         }
@@ -954,7 +954,7 @@ class Applier {
         s->size_implied = true;
       }
     if (c.verb == Verb::Replace) {
-      release_rule(*t, ch->name, ch->rules[at]);
+      release_rule(*t, *ch, ch->rules[at]);
       ch->rules[at] = std::move(r);
     } else if (c.verb == Verb::Insert) {
       ch->rules.insert(ch->rules.begin() + (at >= 0 ? at : 0), std::move(r));
@@ -1267,6 +1267,27 @@ std::vector<Command> expand(std::vector<Command>& cmds) {
   return out;
 }
 
+// nft 1.0.6 merges consecutive `add element` (or `create element`) commands on the same set
+// into the first one (nft_cmd_collapse): one evaluation, one netlink message. Each element
+// keeps its own location.
+std::vector<Command> collapse(std::vector<Command> cmds) {
+  std::vector<Command> out;
+  long ei = -1;  // the command collecting elements (an index: `out` grows)
+  for (auto& c : cmds) {
+    bool candidate = c.obj == Obj::Element && (c.verb == Verb::Add || c.verb == Verb::Create);
+    if (candidate && ei >= 0) {
+      Command& e = out[ei];
+      if (e.verb == c.verb && e.family == c.family && e.table == c.table && e.name == c.name) {
+        for (auto& el : c.elements) e.elements.push_back(std::move(el));
+        continue;
+      }
+    }
+    out.push_back(std::move(c));
+    ei = candidate ? static_cast<long>(out.size()) - 1 : -1;
+  }
+  return out;
+}
+
 NftError make_error(const Err& e, std::string_view file, std::string_view text) {
   NftError n;
   n.file = std::string(file);
@@ -1296,6 +1317,7 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
   }
   std::vector<Command> cmds = expand(parsed);
   res.operations = cmds.size();
+  cmds = collapse(std::move(cmds));
   if (listing)
     for (const auto& c : parsed)
       if (c.obj != Obj::Table || c.verb != Verb::Add || !c.table_block) {
