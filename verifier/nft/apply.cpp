@@ -395,14 +395,14 @@ class Applier {
   Applier(NftState& work, std::string_view file) : tx_(work), file_(file) {}
 
   // Evaluation (nft userspace). Returns false on errors (collected).
-  bool evaluate(std::vector<Command>& cmds) {
+  bool evaluate(std::vector<Command>& cmds, size_t n_expanded) {
     tx_.flags = cache_flags(cmds);
     tx_.cache = load_cache(tx_.work, tx_.flags);
-    pos_.assign(cmds.size(), RulePos{});
-    txid_.assign(cmds.size(), 0);
+    pos_.assign(n_expanded, RulePos{});
+    txid_.assign(n_expanded, 0);
     int nerrs = 0;
     for (size_t i = 0; i < cmds.size(); ++i) {
-      if (!eval_one(cmds[i], i)) {
+      if (!eval_one(cmds[i], cmds[i].seq)) {
         if (++nerrs == 10) break;
       }
     }
@@ -1270,7 +1270,7 @@ std::vector<Command> expand(std::vector<Command>& cmds) {
 // nft 1.0.6 merges consecutive `add element` (or `create element`) commands on the same set
 // into the first one (nft_cmd_collapse): one evaluation, one netlink message. Each element
 // keeps its own location.
-std::vector<Command> collapse(std::vector<Command> cmds) {
+std::vector<Command> collapse(std::vector<Command> cmds) {  // by value: a copy
   std::vector<Command> out;
   long ei = -1;  // the command collecting elements (an index: `out` grows)
   for (auto& c : cmds) {
@@ -1317,7 +1317,7 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
   }
   std::vector<Command> cmds = expand(parsed);
   res.operations = cmds.size();
-  cmds = collapse(std::move(cmds));
+  for (size_t i = 0; i < cmds.size(); ++i) cmds[i].seq = i;
   if (listing)
     for (const auto& c : parsed)
       if (c.obj != Obj::Table || c.verb != Verb::Add || !c.table_block) {
@@ -1329,7 +1329,10 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
   NftState work = state;
   Applier a(work, file_name);
   a.listing = listing;
-  bool eval_ok = a.evaluate(cmds);
+  // nft evaluates consecutive element commands on one set as one (nft_cmd_collapse), then
+  // sends them apart again.
+  std::vector<Command> collapsed = collapse(cmds);
+  bool eval_ok = a.evaluate(collapsed, cmds.size());
   if (eval_ok) a.kernel(cmds);
   // A refusal anywhere wins: kpc cannot say what nft does with the file.
   for (const auto& e : a.tx_.errors)

@@ -139,6 +139,7 @@ struct Command {
   // flowtable
   FlowtableSpec flowtable;
   uint64_t listed_handle = 0;   ///< a listing's "# handle N" for this object
+  size_t seq = 0;               ///< position in the expanded command list
   std::string source_line_text;
 };
 
