@@ -102,6 +102,8 @@ TEST(NftModelKernel, RandomStatesAndTransactionsAgreeWithNft) {
       }
       CommandResult rr = r.nft({"-f", tp});
       bool real_ok = rr.exit_code == 0;
+      if (std::getenv("KPC_NFT_DIFF_TRACE"))
+        std::printf("=== step %d\n%s--- nft:\n%s--- model:\n%s", s, tx.c_str(), rr.err.c_str(), render_all(mr).c_str());
       std::string real_list = strip_table_handles(r.nft({"-a", "list", "ruleset"}).out);
       std::string model_list = strip_table_handles(nft::print_ruleset(model, {true}));
       bool same = real_ok == mr.ok && real_list == model_list && (real_ok || rr.err == render_all(mr));

@@ -663,8 +663,10 @@ class Applier {
       return;
     }
     if (e == Errno::Noent) {
+      hint_at_table_ = false;
       if (auto m = enoent_hint(c)) {
-        err(*attr, *m);
+        // nft's table_fuzzy_check reports at the command's table, other hints at the attribute
+        err(hint_at_table_ ? c.table_loc : *attr, *m);
         return;
       }
     }
@@ -672,9 +674,13 @@ class Applier {
   }
 
   // table_fuzzy_check: the command's table is not in the cache but a similar one is.
+  bool hint_at_table_ = false;
   std::optional<std::string> table_fuzzy_check(const Command& c, const CTable& found) {
     if (tx_.cache.table(c.family, c.table)) return std::nullopt;
-    if (found.name != c.table || found.family != c.family) return did_you_mean_table(found);
+    if (found.name != c.table || found.family != c.family) {
+      hint_at_table_ = true;
+      return did_you_mean_table(found);
+    }
     return std::nullopt;
   }
 
@@ -926,6 +932,10 @@ class Applier {
     }
     // expressions: jump/goto targets must exist
     for (const auto& ref : c.rule.ref_locs) {
+      if (ref.kind == ParsedRule::Ref::Chain && ref.name == c.name) {
+        refuse(ref.loc, "a rule that jumps to its own chain (a loop: the kernel's EMLINK)");
+        return;
+      }
       if (ref.kind == ParsedRule::Ref::Chain) {
         Chain* target = t->find_chain(ref.name);
         if (!target) return kerr(c, Errno::Noent, &ref.loc);
@@ -1349,7 +1359,7 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
       return res;
     }
   }
-  if (a.tx_.errors.empty()) {
+  if (eval_ok) {
     if (auto loop = find_loop(work)) {
       Err e{Loc{1, 1, 1}, "not modelled by kpc: " + *loop + " (the kernel refuses loops with EMLINK)", true};
       res.errors = {make_error(e, file_name, text)};
