@@ -193,8 +193,8 @@ void add_simulate(CLI::App& app, int& exit_code) {
       "  kpc simulate --state node.save --noflush repair.restore --flavor nft\n"
       "  kpc simulate --backend nftables --state ruleset.nft sync1.nft sync2.nft   nft -f of each, in order\n"
       "  kpc simulate --backend nftables tx.nft --format knftables     kube-proxy's unit-test dump\n"
-      "Exit codes (iptables): 0 applied, 1 a program fails (the state committed so far is printed), 2 bad input.\n"
-      "Exit codes (nftables): 0 applied, 2 a transaction fails (nft's errors on stderr) or bad input.");
+      "Exit codes: 0 applied, 1 a program fails (the state committed so far is printed), 2 bad input;\n"
+      "  with --backend nftables: 0 applied, 2 a transaction fails (nft's errors on stderr) or bad input.");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 
