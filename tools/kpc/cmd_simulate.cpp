@@ -3,12 +3,18 @@
 // real iptables-restore would, and prints the result as iptables-save prints it.
 // Exit 0 applied, 1 a program fails as the real tool would (its message on
 // stderr, the state after the tables committed so far on stdout), 2 bad input.
+//
+// `kpc simulate --backend nftables [--state LIST] TRANSACTION... [--format nft|knftables]`:
+// applies nft scripts (each atomically, as `nft -f`) with the nft model (verifier/nft) and
+// prints the result as `nft list ruleset` (or knftables' Fake.Dump()). Exit 0 applied,
+// 2 a transaction fails (nft's error, naming the file) or bad input.
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tools/kpc/commands.h"
+#include "verifier/nft/nft.h"
 #include "verifier/state/state.h"
 
 namespace kpc::cli {
@@ -21,9 +27,79 @@ struct SimulateOptions {
   std::string backend = "iptables";
   std::string flavor = "legacy";
   uint64_t max_input_size = kDefaultMaxInputSize;
+  std::string format;          ///< nftables: nft (default) or knftables
+  std::string family = "ipv4"; ///< nftables, --format knftables: the table's family
+  std::string table = "kube-proxy";
+  std::string output;
+  bool handles = false;
 };
 
+// --backend nftables: the nft model. Every transaction is applied atomically; the first
+// that fails stops the run (exit 2) with nft's messages.
+int run_nftables(const SimulateOptions& o) {
+  namespace nft = verifier::nft;
+  nft::NftState state;
+  InputError err;
+  if (!o.state_file.empty()) {
+    InputText text;
+    if (!text.load(o.state_file, o.max_input_size, &err)) {
+      std::fprintf(stderr, "%s\n", render(err).c_str());
+      return kExitError;
+    }
+    if (nft::looks_like_listing(text.view())) {
+      nft::NftError e;
+      if (!nft::parse_listing(text.view(), o.state_file, &state, &e)) {
+        std::fprintf(stderr, "kpc simulate: %s: not a loadable nft listing:\n%s", o.state_file.c_str(), e.render().c_str());
+        return kExitError;
+      }
+    } else {
+      nft::ApplyResult r = nft::apply_script(state, text.view(), o.state_file);
+      if (!r.ok) {
+        std::fprintf(stderr, "kpc simulate: %s: the state script fails:\n", o.state_file.c_str());
+        for (const auto& e : r.errors) std::fputs(e.render().c_str(), stderr);
+        return kExitError;
+      }
+    }
+  }
+  std::vector<std::unique_ptr<InputText>> files;
+  for (const auto& path : o.programs) {
+    files.push_back(std::make_unique<InputText>());
+    if (!files.back()->load(path, o.max_input_size, &err)) {
+      std::fprintf(stderr, "%s\n", render(err).c_str());
+      return kExitError;
+    }
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    nft::ApplyResult r = nft::apply_script(state, files[i]->view(), o.programs[i]);
+    for (const auto& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    if (!r.ok) {
+      if (r.not_modelled())
+        std::fprintf(stderr, "kpc simulate: %s: kpc cannot say what nft does with this transaction:\n",
+                     o.programs[i].c_str());
+      else
+        std::fprintf(stderr, "kpc simulate: %s: the transaction fails (nothing of it is applied):\n",
+                     o.programs[i].c_str());
+      for (const auto& e : r.errors) std::fputs(e.render().c_str(), stderr);
+      return kExitError;
+    }
+  }
+  std::string out;
+  if (o.format == "knftables") {
+    out = nft::print_knftables_dump(state, o.family == "ipv6" ? nft::Family::Ip6 : nft::Family::Ip, o.table);
+  } else {
+    nft::PrintOptions po;
+    po.handles = o.handles;
+    out = nft::print_ruleset(state, po);
+  }
+  return write_output(o.output, out) ? kExitOk : kExitError;
+}
+
 int run(const SimulateOptions& o) {
+  if (o.backend == "nftables") return run_nftables(o);
+  if (!o.format.empty() || !o.output.empty() || o.handles) {
+    std::fprintf(stderr, "kpc simulate: --format, -o and --handles are for --backend nftables\n");
+    return kExitError;
+  }
   IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
   verifier::Flavor flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
   SourceManager sm;
@@ -88,17 +164,37 @@ void add_simulate(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "simulate", "Apply restore programs as iptables-restore would and print the result as iptables-save would "
                   "(exit 0 applied, 1 a program fails, 2 bad input)");
-  cmd->add_option("programs", opts->programs, "restore programs, applied in order ('-' for stdin)")->required();
-  cmd->add_option("--state", opts->state_file, "starting state: an iptables-save dump (default: empty)");
+  cmd->add_option("programs", opts->programs,
+                  "restore programs (nftables: nft transactions), applied in order ('-' for stdin)")->required();
+  cmd->add_option("--state", opts->state_file,
+                  "starting state: an iptables-save dump (nftables: `nft list ruleset` output, or a script "
+                  "applied to an empty node) (default: empty)");
   cmd->add_flag("--noflush", opts->noflush, "as iptables-restore --noflush (kube-proxy always uses it)");
-  add_backend_option(cmd, opts->backend);
+  cmd->add_option("--backend", opts->backend,
+                  "iptables, ip6tables or nftables (nft -f transactions, nft 1.0.6 semantics)")
+      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables"}))
+      ->capture_default_str();
+  cmd->add_option("--format", opts->format,
+                  "nftables: nft (as `nft list ruleset` prints the result, the default) or knftables (knftables' "
+                  "Fake.Dump() of --family's --table, as kube-proxy's unit tests compare)")
+      ->check(CLI::IsMember({"nft", "knftables"}));
+  cmd->add_option("--family", opts->family, "nftables, --format knftables: ipv4 (table ip) or ipv6 (table ip6)")
+      ->check(CLI::IsMember({"ipv4", "ipv6"}))
+      ->capture_default_str();
+  cmd->add_option("--table", opts->table, "nftables, --format knftables: the table to dump")->capture_default_str();
+  cmd->add_flag("--handles", opts->handles, "nftables: print handles, as `nft -a list ruleset`");
+  cmd->add_option("-o,--output", opts->output,
+                  "nftables: write the result here (a file is replaced atomically; default stdout)");
   add_flavor_option(cmd, opts->flavor, "legacy (iptables-legacy-restore) or nft (iptables-nft-restore)");
   add_max_input_size_option(cmd, opts->max_input_size);
   cmd->footer(
       "Examples:\n"
       "  kpc simulate --noflush full.restore partial.restore      what the node holds after both\n"
       "  kpc simulate --state node.save --noflush repair.restore --flavor nft\n"
-      "Exit codes: 0 applied, 1 a program fails (the state committed so far is printed), 2 bad input.");
+      "  kpc simulate --backend nftables --state ruleset.nft sync1.nft sync2.nft   nft -f of each, in order\n"
+      "  kpc simulate --backend nftables tx.nft --format knftables     kube-proxy's unit-test dump\n"
+      "Exit codes: 0 applied, 1 a program fails (the state committed so far is printed), 2 bad input;\n"
+      "  with --backend nftables: 0 applied, 2 a transaction fails (nft's errors on stderr) or bad input.");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
 }
 

@@ -1,0 +1,199 @@
+// The nft model (verifier/nft) against the real `nft -f` (nftables 1.0.6) in a network
+// namespace: random kube-proxy-shaped states and transactions (valid and invalid), each
+// applied by both; the same verdict, the same error messages (file, line, columns, text,
+// source line and markers, every error nft prints) and the same `nft -a list ruleset`.
+//
+// CI: 300 pairs (each a state and up to three transactions in a row). KPC_LONG=1: 10,000.
+// KPC_NFT_DIFF_PAIRS=N overrides the count, KPC_NFT_DIFF_SEED=N the seed (default 20261121).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "tests/support/netns.h"
+#include "tests/support/nft_gen.h"
+#include "verifier/nft/nft.h"
+
+namespace kpc::test {
+namespace {
+
+namespace nft = verifier::nft;
+
+std::string source(const std::string& rel) {
+  std::ifstream f(std::string(KPC_SOURCE_DIR) + "/" + rel);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// The table handle is the namespace's counter (kept across `flush ruleset`): not compared.
+std::string strip_table_handles(const std::string& s) {
+  static const std::regex re(R"(^(table \S+ \S+ \{) # handle \d+)", std::regex::multiline);
+  return std::regex_replace(s, re, "$1");
+}
+
+struct Runner {
+  Netns ns;
+  std::string dir;
+  Runner() {
+    char tmpl[] = "/tmp/kpc-nft-model-XXXXXX";
+    dir = mkdtemp(tmpl) ? tmpl : "/tmp";
+  }
+  ~Runner() { run({"rm", "-rf", dir}); }
+  std::string write(const std::string& name, const std::string& text) {
+    std::string p = dir + "/" + name;
+    std::ofstream(p) << text;
+    return p;
+  }
+  CommandResult nft(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"nft"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return ns.exec(argv);
+  }
+};
+
+std::string render_all(const nft::ApplyResult& r) {
+  std::string s;
+  for (const auto& e : r.errors) s += e.render();
+  return s;
+}
+
+size_t pair_count() {
+  if (const char* n = std::getenv("KPC_NFT_DIFF_PAIRS")) return std::strtoul(n, nullptr, 10);
+  if (const char* l = std::getenv("KPC_LONG"); l && std::string(l) == "1") return 10000;
+  return 300;
+}
+
+TEST(NftModelKernel, RandomStatesAndTransactionsAgreeWithNft) {
+  if (!can_use_netns()) GTEST_SKIP() << "needs root and network namespaces";
+  if (run({"nft", "--version"}).exit_code != 0) GTEST_SKIP() << "nft is not installed";
+  Runner r;
+  ASSERT_TRUE(r.ns.ok());
+  uint64_t seed = 20261121;
+  if (const char* e = std::getenv("KPC_NFT_DIFF_SEED")) seed = std::strtoull(e, nullptr, 10);
+  const size_t pairs = pair_count();
+  size_t ran = 0, txs = 0, accepted = 0, refused_by_nft = 0, not_modelled = 0, mismatches = 0, errors_compared = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < pairs && mismatches < 5; ++i) {
+    ++ran;
+    NftGen gen(seed + i);
+    ASSERT_EQ(r.nft({"flush", "ruleset"}).exit_code, 0);
+    std::string state_text = gen.state_script();
+    std::string sp = r.write("state.nft", state_text);
+    nft::NftState model;
+    nft::ApplyResult ms = nft::apply_script(model, state_text, sp);
+    CommandResult rs = r.nft({"-f", sp});
+    ASSERT_EQ(rs.exit_code, 0) << "pair " << i << ": the generated state does not load:\n" << rs.err << state_text;
+    ASSERT_TRUE(ms.ok) << "pair " << i << ": the model refuses the state:\n" << render_all(ms) << state_text;
+    std::string real = strip_table_handles(r.nft({"-a", "list", "ruleset"}).out);
+    ASSERT_EQ(strip_table_handles(nft::print_ruleset(model, {true})), real) << "pair " << i << " (state)\n" << state_text;
+    int steps = 1 + static_cast<int>(gen.next(3));
+    for (int s = 0; s < steps; ++s) {
+      std::string tx = gen.transaction(model);
+      std::string tp = r.write("tx" + std::to_string(s) + ".nft", tx);
+      nft::NftState before = model;
+      nft::ApplyResult mr = nft::apply_script(model, tx, tp);
+      ++txs;
+      if (mr.not_modelled()) {
+        ++not_modelled;
+        if (std::getenv("KPC_NFT_DIFF_VERBOSE")) std::printf("not modelled: %s\n", mr.error->message.c_str());
+        break;  // the node and the model may differ from here: next pair
+      }
+      CommandResult rr = r.nft({"-f", tp});
+      bool real_ok = rr.exit_code == 0;
+      if (std::getenv("KPC_NFT_DIFF_TRACE"))
+        std::printf("=== step %d\n%s--- nft:\n%s--- model:\n%s", s, tx.c_str(), rr.err.c_str(), render_all(mr).c_str());
+      std::string real_list = strip_table_handles(r.nft({"-a", "list", "ruleset"}).out);
+      std::string model_list = strip_table_handles(nft::print_ruleset(model, {true}));
+      bool same = real_ok == mr.ok && real_list == model_list && (real_ok || rr.err == render_all(mr));
+      if (real_ok) ++accepted;
+      else {
+        ++refused_by_nft;
+        ++errors_compared;
+      }
+      if (!same) {
+        ++mismatches;
+        ADD_FAILURE() << "pair " << i << " step " << s << " (seed " << seed + i << "): nft "
+                      << (real_ok ? "accepts" : "refuses") << ", the model " << (mr.ok ? "accepts" : "refuses")
+                      << "\n--- state:\n" << state_text << "--- transaction:\n" << tx << "--- nft stderr:\n" << rr.err
+                      << "--- model errors:\n" << render_all(mr)
+                      << (real_list != model_list ? "--- listings differ\nnft:\n" + real_list + "model:\n" + model_list : "");
+        break;
+      }
+    }
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("nft model vs nft: %zu pairs, %zu transactions: %zu accepted, %zu refused by nft (errors compared), "
+              "%zu not modelled, %zu mismatches, %.1f s\n",
+              ran, txs, accepted, refused_by_nft, not_modelled, mismatches, secs);
+  EXPECT_EQ(mismatches, 0u);
+  // The comparison must mean something: most transactions are modelled, both outcomes occur.
+  EXPECT_LT(not_modelled * 10, txs) << "too many transactions the model refuses";
+  EXPECT_GT(accepted, txs / 10);
+  EXPECT_GT(refused_by_nft, txs / 10);
+  (void)errors_compared;
+}
+
+// kube-proxy's own base ruleset (its unit tests' baseRules, knftables Dump form) and the
+// whole TestOverallNFTablesRules expectation: the Dump order names chains before it creates
+// them, so the real nft refuses it as written, exactly as the model does; in dependency order
+// both load it and list it identically; and the model prints kube-proxy's Dump back.
+TEST(NftModelKernel, KubeProxyBaseRulesLoadAsInNft) {
+  if (!can_use_netns()) GTEST_SKIP() << "needs root and network namespaces";
+  Runner r;
+  ASSERT_TRUE(r.ns.ok());
+  const std::string base = source("tests/data/nft/kubeproxy_base_rules.nft");
+  const std::string svcs = source("tests/data/nft/kubeproxy_overall_services.nft");
+  ASSERT_FALSE(base.empty());
+  std::string bp = r.write("base.nft", base);
+  nft::NftState model;
+  ASSERT_TRUE(nft::apply_script(model, base, bp).ok);
+  ASSERT_EQ(r.nft({"-f", bp}).exit_code, 0);
+  EXPECT_EQ(nft::print_ruleset(model, {true}), r.nft({"-a", "list", "ruleset"}).out);
+
+  // As written (Dump order): both refuse, with the same errors.
+  std::string sp = r.write("services.nft", svcs);
+  // (applied to the model itself: a failed batch changes nothing but the handles it consumed)
+  nft::ApplyResult mr = nft::apply_script(model, svcs, sp);
+  CommandResult rr = r.nft({"-f", sp});
+  EXPECT_FALSE(mr.ok);
+  EXPECT_NE(rr.exit_code, 0);
+  EXPECT_EQ(render_all(mr), rr.err);
+
+  // In dependency order (chains and sets first, then rules, then elements): both load it.
+  std::string decl, rules, elems;
+  std::istringstream in(svcs);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("add chain", 0) == 0 || line.rfind("add set", 0) == 0) decl += line + "\n";
+    else if (line.rfind("add rule", 0) == 0) rules += line + "\n";
+    else if (line.rfind("add element", 0) == 0) elems += line + "\n";
+  }
+  std::string ordered = decl + rules + elems;
+  std::string op = r.write("ordered.nft", ordered);
+  nft::ApplyResult ok = nft::apply_script(model, ordered, op);
+  ASSERT_TRUE(ok.ok) << render_all(ok);
+  EXPECT_TRUE(ok.warnings.empty());
+  ASSERT_EQ(r.nft({"-f", op}).exit_code, 0);
+  EXPECT_EQ(nft::print_ruleset(model, {true}), r.nft({"-a", "list", "ruleset"}).out);
+  // The listing read back is the same state.
+  nft::NftState back;
+  nft::NftError err;
+  ASSERT_TRUE(nft::parse_listing(r.nft({"-a", "list", "ruleset"}).out, "listing", &back, &err)) << err.render();
+  EXPECT_EQ(nft::print_ruleset(back, {true}), nft::print_ruleset(model, {true}));
+  // knftables' Dump of the loaded state: kube-proxy's expected text, line for line (kube-proxy's
+  // tests compare after sorting; the Dump order itself is knftables').
+  std::string dump = nft::print_knftables_dump(model, nft::Family::Ip, "kube-proxy");
+  auto lines = [](const std::string& t) {
+    std::vector<std::string> v;
+    std::istringstream s(t);
+    for (std::string l; std::getline(s, l);)
+      if (!l.empty() && l[0] != '#') v.push_back(l);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(lines(dump), lines(base + svcs));
+}
+
+}  // namespace
+}  // namespace kpc::test

@@ -1,0 +1,308 @@
+// The nft model (verifier/nft): parsing, errors with their locations, printing. Every expected
+// text here was taken from the real nft 1.0.6 on this kernel (the kernel test
+// NftModelKernel.* checks the same against the tool at random).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "verifier/nft/nft.h"
+
+namespace kpc::verifier::nft {
+namespace {
+
+std::string source(const std::string& rel) {
+  std::ifstream f(std::string(KPC_SOURCE_DIR) + "/" + rel);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+NftState base() {
+  NftState s;
+  ApplyResult r = apply_script(s, source("tests/data/nft/kubeproxy_base_rules.nft"), "base.nft");
+  EXPECT_TRUE(r.ok) << (r.error ? r.error->render() : "");
+  return s;
+}
+
+std::string all_errors(const ApplyResult& r) {
+  std::string s;
+  for (const auto& e : r.errors) s += e.render();
+  return s;
+}
+
+// The chain's rules as nft lists them.
+std::vector<std::string> listed_rules(const NftState& s, const std::string& chain) {
+  std::vector<std::string> out;
+  for (const auto& r : s.tables.at(0).find_chain(chain)->rules) out.push_back(r.canonical);
+  return out;
+}
+
+TEST(NftModel, KubeProxyVocabularyPrintsAsNftListsIt) {
+  NftState s;
+  std::string script =
+      "add table ip t\n"
+      "add chain ip t c\nadd chain ip t a\nadd chain ip t b\n"
+      "add set ip t s { type ipv4_addr ; flags dynamic,timeout ; timeout 10800s ; }\n"
+      "add map ip t m { type ipv4_addr . inet_proto . inet_service : verdict ; }\n"
+      "add map ip t m2 { type inet_proto . inet_service : verdict ; }\n";
+  const std::pair<const char*, const char*> cases[] = {
+      {"mark set mark or 0x4000", "meta mark set meta mark | 0x00004000"},
+      {"mark and 0x4000 == 0 return", "meta mark & 0x00004000 == 0x00000000 return"},
+      {"mark set mark xor 0x4000", "meta mark set meta mark ^ 0x00004000"},
+      {"masquerade fully-random", "masquerade fully-random"},
+      {"ip daddr . meta l4proto . th dport vmap @m", "ip daddr . meta l4proto . th dport vmap @m"},
+      {"numgen random mod 2 vmap { 0 : goto a , 1 : goto b }", "numgen random mod 2 vmap { 0 : goto a, 1 : goto b }"},
+      {"meta l4proto tcp dnat to 10.180.0.1:80", "meta l4proto tcp dnat to 10.180.0.1:80"},
+      {"ip saddr != { 203.0.113.0/25 , 5.6.7.8 } drop", "ip saddr != { 5.6.7.8, 203.0.113.0/25 } drop"},
+      {"ip saddr != { 203.0.113.0/25 } drop", "ip saddr != 203.0.113.0/25 drop"},
+      {"ip daddr { 172.30.0.0/16 } drop", "ip daddr 172.30.0.0/16 drop"},
+      {"ip daddr { 172.30.0.0/16,10.0.0.0/8 } drop", "ip daddr { 10.0.0.0/8, 172.30.0.0/16 } drop"},
+      {"fib saddr type local jump a", "fib saddr type local jump a"},
+      {"fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @m2",
+       "fib daddr type local ip daddr != 127.0.0.0/8 meta l4proto . th dport vmap @m2"},
+      {"ct state new jump a", "ct state new jump a"},
+      {"update @s { ip saddr }", "update @s { ip saddr }"},
+      {"ip saddr @s goto a", "ip saddr @s goto a"},
+      {"ip daddr 172.30.0.41 ip saddr != 10.0.0.0/8 jump a", "ip daddr 172.30.0.41 ip saddr != 10.0.0.0/8 jump a"},
+      {"iifname != \"eth0\" jump a", "iifname != \"eth0\" jump a"},
+      {"iifname \"eth0\" goto a comment \"short-circuit pod traffic\"", "iifname \"eth0\" goto a comment \"short-circuit pod traffic\""},
+      {"ip daddr @s reject comment \"Reject traffic\"", "ip daddr @s reject comment \"Reject traffic\""},
+      {"counter", "counter packets 0 bytes 0"},
+      {"tcp dport 80 accept", "tcp dport 80 accept"},
+      {"ct state established,related accept", "ct state established,related accept"},
+      {"ip daddr { 10.0.0.1/8 } drop", "ip daddr 10.0.0.0/8 drop"},
+      {"reject", "reject"},
+  };
+  for (const auto& [in, out] : cases) script += std::string("add rule ip t c ") + in + "\n";
+  ApplyResult r = apply_script(s, script, "r.nft");
+  ASSERT_TRUE(r.ok) << all_errors(r);
+  EXPECT_TRUE(r.warnings.empty());
+  auto rules = listed_rules(s, "c");
+  ASSERT_EQ(rules.size(), std::size(cases));
+  for (size_t i = 0; i < rules.size(); ++i) EXPECT_EQ(rules[i], cases[i].second) << cases[i].first;
+  // the dynamic set a rule updates gets size 65535 from the kernel
+  EXPECT_EQ(s.tables[0].find_set("s")->size, 65535u);
+}
+
+TEST(NftModel, Ipv6Forms) {
+  NftState s;
+  ApplyResult r = apply_script(s,
+                               "add table ip6 t\nadd chain ip6 t c\nadd chain ip6 t a\n"
+                               "add rule ip6 t c meta l4proto tcp dnat to [fd00::1]:80\n"
+                               "add rule ip6 t c ip6 daddr != ::1 jump a\n"
+                               "add rule ip6 t c ip6 daddr { fd00:10:96::/112 } drop\n"
+                               "add rule ip6 t c ip6 saddr fd00:0:0::1 jump a\n",
+                               "v6.nft");
+  ASSERT_TRUE(r.ok) << all_errors(r);
+  EXPECT_EQ(listed_rules(s, "c"), (std::vector<std::string>{"meta l4proto tcp dnat to [fd00::1]:80",
+                                                            "ip6 daddr != ::1 jump a", "ip6 daddr fd00:10:96::/112 drop",
+                                                            "ip6 saddr fd00::1 jump a"}));
+}
+
+TEST(NftModel, UnknownStatementsAreKeptVerbatimAndReported) {
+  NftState s;
+  ApplyResult r = apply_script(s, "add table ip t\nadd chain ip t c\nadd rule ip t c log prefix \"x\" drop\n", "u.nft");
+  ASSERT_TRUE(r.ok);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("u.nft:3: rule not canonicalized"), std::string::npos);
+  EXPECT_EQ(s.tables[0].chains[0].rules[0].canonical, "log prefix \"x\" drop");
+  EXPECT_FALSE(s.tables[0].chains[0].rules[0].canonicalized);
+}
+
+TEST(NftModel, ErrorsAsNftPrintsThem) {
+  struct Case {
+    std::string tx, expected;
+  };
+  const Case cases[] = {
+      {"create chain ip kube-proxy services\n",
+       "t.nft:1:28-35: Error: Could not process rule: File exists\ncreate chain ip kube-proxy services\n"
+       "                           ^^^^^^^^\n"},
+      {"delete chain ip kube-proxy services\n",
+       "t.nft:1:28-35: Error: Could not process rule: Device or resource busy\ndelete chain ip kube-proxy services\n"
+       "                           ^^^^^^^^\n"},
+      {"delete chain ip kube-proxy nosuch\n",
+       "t.nft:1:28-33: Error: Could not process rule: No such file or directory\ndelete chain ip kube-proxy nosuch\n"
+       "                           ^^^^^^\n"},
+      // nft's misspelling check (quirks included) suggests 'services' for 'x'
+      {"delete chain ip kube-proxy x\n",
+       "t.nft:1:28-28: Error: No such file or directory; did you mean chain \u2018services\u2019 in table ip "
+       "\u2018kube-proxy\u2019?\ndelete chain ip kube-proxy x\n                           ^\n"},
+      {"add rule ip kube-proxy services jump nosuch\n",
+       "t.nft:1:38-43: Error: Could not process rule: No such file or directory\nadd rule ip kube-proxy services jump nosuch\n"
+       "                                     ^^^^^^\n"},
+      {"add rule ip kube-proxy services ip daddr @nosuch drop\n",
+       "t.nft:1:42-48: Error: No such file or directory\nadd rule ip kube-proxy services ip daddr @nosuch drop\n"
+       "                                         ^^^^^^^\n"},
+      {"delete element ip kube-proxy cluster-ips { 1.1.1.1 }\n",
+       "t.nft:1:44-50: Error: Could not process rule: No such file or directory\n"
+       "delete element ip kube-proxy cluster-ips { 1.1.1.1 }\n                                           ^^^^^^^\n"},
+      {"add rule ip kube-proxy services index 5 drop\n",
+       "t.nft:1:33-39: Error: Could not process rule: No such file or directory\n"
+       "add rule ip kube-proxy services index 5 drop\n                                ^^^^^^^\n"},
+      {"add chain ip kube-proxy nat-output { type nat hook output priority -110 ; }\n",
+       "t.nft:1:1-76: Error: Could not process rule: Operation not supported\n"
+       "add chain ip kube-proxy nat-output { type nat hook output priority -110 ; }\n" +
+           std::string(76, '^') + "\n"},
+      {"create table ip kube-proxy\n",
+       "t.nft:1:17-26: Error: Could not process rule: File exists\ncreate table ip kube-proxy\n"
+       "                ^^^^^^^^^^\n"},
+  };
+  for (const auto& c : cases) {
+    NftState s = base();
+    std::string before = print_ruleset(s);
+    ApplyResult r = apply_script(s, c.tx, "t.nft");
+    EXPECT_FALSE(r.ok) << c.tx;
+    EXPECT_FALSE(r.not_modelled()) << c.tx;
+    EXPECT_EQ(all_errors(r), c.expected);
+    EXPECT_EQ(print_ruleset(s), before) << "a failed transaction changes nothing";
+  }
+}
+
+TEST(NftModel, EveryKernelErrorOfTheBatchIsReported) {
+  NftState s = base();
+  ApplyResult r = apply_script(s,
+                               "add element ip kube-proxy service-ips { 1.1.1.1 . tcp . 80 : goto a }\n"
+                               "delete chain ip kube-proxy services\n"
+                               "add element ip kube-proxy cluster-ips { 1.1.1.1 }\n"
+                               "delete element ip kube-proxy cluster-ips { 1.1.1.2 }\n",
+                               "t.nft");
+  ASSERT_EQ(r.errors.size(), 3u);
+  EXPECT_EQ(r.errors[0].to_string(), "t.nft:1:41-58: Error: Could not process rule: No such file or directory");
+  EXPECT_EQ(r.errors[1].to_string(), "t.nft:2:28-35: Error: Could not process rule: Device or resource busy");
+  EXPECT_EQ(r.errors[2].to_string(), "t.nft:4:44-50: Error: Could not process rule: No such file or directory");
+}
+
+TEST(NftModel, TransactionSemantics) {
+  NftState s = base();
+  // add is idempotent; kube-proxy's first sync adds, deletes and re-adds a base chain
+  ApplyResult r = apply_script(s,
+                               "add table ip kube-proxy\nadd chain ip kube-proxy services\n"
+                               "add chain ip kube-proxy nat-output { type nat hook output priority -100 ; }\n"
+                               "delete chain ip kube-proxy nat-output\n"
+                               "add chain ip kube-proxy nat-output { type nat hook output priority -100 ; }\n"
+                               "add set ip kube-proxy foo { type ipv4_addr ; }\ndelete set ip kube-proxy foo\n"
+                               "add element ip kube-proxy nodeport-ips { 192.168.0.2 }\n",
+                               "t.nft");
+  ASSERT_TRUE(r.ok) << all_errors(r);
+  EXPECT_EQ(r.operations, 8u);
+  const Chain* no = s.tables[0].find_chain("nat-output");
+  ASSERT_TRUE(no);
+  EXPECT_TRUE(no->rules.empty());
+  EXPECT_EQ(no->handle, 47u);  // a new chain: the table's next handle
+  EXPECT_EQ(s.tables[0].chains.back().name, "nat-output");
+  // the same key with another value fails; with the same value it is a no-op
+  r = apply_script(s,
+                   "add element ip kube-proxy service-ips { 1.1.1.1 . tcp . 80 : goto reject-chain }\n"
+                   "add element ip kube-proxy service-ips { 1.1.1.1 . tcp . 80 : goto reject-chain }\n",
+                   "t2.nft");
+  ASSERT_TRUE(r.ok);
+  r = apply_script(s, "add element ip kube-proxy service-ips { 1.1.1.1 . tcp . 80 : drop }\n", "t3.nft");
+  ASSERT_FALSE(r.ok);
+  EXPECT_EQ(r.error->to_string(), "t3.nft:1:41-58: Error: Could not process rule: File exists");
+  // a chain a map element references cannot go; after the element is deleted it can
+  r = apply_script(s,
+                   "add chain ip kube-proxy x\nadd element ip kube-proxy no-endpoint-services { 2.2.2.2 . tcp . 80 : goto x }\n",
+                   "t4.nft");
+  ASSERT_TRUE(r.ok);
+  EXPECT_FALSE(apply_script(s, "delete chain ip kube-proxy x\n", "t5.nft").ok);
+  EXPECT_TRUE(apply_script(s, "delete element ip kube-proxy no-endpoint-services { 2.2.2.2 . tcp . 80 }\ndelete chain ip kube-proxy x\n", "t6.nft").ok);
+  // rule positions: index and handle
+  r = apply_script(s, "add rule ip kube-proxy services index 0 drop\ninsert rule ip kube-proxy services handle 45 accept\n", "t7.nft");
+  ASSERT_TRUE(r.ok) << all_errors(r);
+  EXPECT_EQ(listed_rules(s, "services"),
+            (std::vector<std::string>{"ip daddr . meta l4proto . th dport vmap @service-ips", "drop", "accept",
+                                      "ip daddr @nodeport-ips meta l4proto . th dport vmap @service-nodeports"}));
+  r = apply_script(s, "replace rule ip kube-proxy services handle 45 return\n", "t8.nft");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(s.tables[0].find_chain("services")->rules.back().handle, 45u);
+  EXPECT_EQ(listed_rules(s, "services").back(), "return");
+}
+
+TEST(NftModel, WhatKpcCannotModelIsRefused) {
+  NftState s = base();
+  // a loop through a verdict map
+  ApplyResult r = apply_script(s, "add element ip kube-proxy service-ips { 1.1.1.1 . tcp . 80 : goto services }\n", "l.nft");
+  EXPECT_TRUE(r.not_modelled());
+  r = apply_script(s, "add set ip kube-proxy x { typeof ip saddr ; }\n", "t.nft");
+  EXPECT_TRUE(r.not_modelled());
+  EXPECT_EQ(r.error->to_string().rfind("t.nft:1:", 0), 0u);
+  r = apply_script(s, "add element ip kube-proxy cluster-ips { tcp }\n", "k.nft");
+  EXPECT_TRUE(r.not_modelled());
+}
+
+TEST(NftModel, SetListingsSortAndWrapAsNft) {
+  NftState s = base();
+  ApplyResult r = apply_script(s,
+                               "add element ip kube-proxy cluster-ips { 172.30.0.45 }\n"
+                               "add element ip kube-proxy cluster-ips { 172.30.0.41 }\n"
+                               "add element ip kube-proxy cluster-ips { 10.30.0.41 }\n"
+                               "add element ip kube-proxy no-endpoint-nodeports { tcp . 3001 comment \"a\" : drop }\n"
+                               "add element ip kube-proxy no-endpoint-nodeports { udp . 3001 : drop }\n"
+                               "add element ip kube-proxy no-endpoint-nodeports { tcp . 30 : drop }\n",
+                               "e.nft");
+  ASSERT_TRUE(r.ok);
+  std::string out = print_ruleset(s);
+  EXPECT_NE(out.find("\t\telements = { 10.30.0.41, 172.30.0.41,\n\t\t\t     172.30.0.45 }\n"), std::string::npos) << out;
+  // concatenations: one a line, ordered as a little-endian number of the key's registers
+  EXPECT_NE(out.find("\t\telements = { tcp . 30 : drop,\n\t\t\t     tcp . 3001 comment \"a\" : drop,\n"
+                     "\t\t\t     udp . 3001 : drop }\n"),
+            std::string::npos)
+      << out;
+}
+
+TEST(NftModel, TimesAndPriorities) {
+  EXPECT_EQ(format_time_ms(10800000), "3h");
+  EXPECT_EQ(format_time_ms(100000), "1m40s");
+  EXPECT_EQ(format_time_ms(10801000), "3h1s");
+  EXPECT_EQ(format_time_ms(90061500), "1d1h1m1s500ms");
+  EXPECT_EQ(priority_text(Family::Ip, "prerouting", -110), "dstnat - 10");
+  EXPECT_EQ(priority_text(Family::Ip, "output", -110), "-110");
+  EXPECT_EQ(priority_text(Family::Ip, "output", -100), "-100");
+  EXPECT_EQ(priority_text(Family::Ip, "forward", 0), "filter");
+  EXPECT_EQ(priority_text(Family::Ip, "postrouting", 100), "srcnat");
+  EXPECT_EQ(priority_text(Family::Ip, "input", 5), "filter + 5");
+  // nft's quirk (rows one cell short): 'x' is "close enough" to 'services' (threshold 4)
+  EXPECT_EQ(misspell_distance("services", "x"), 4);
+  EXPECT_EQ(misspell_distance("services", "servicse"), 1);
+  EXPECT_EQ(misspell_distance("a", "b"), -1);
+}
+
+TEST(NftModel, ListingRoundTripAndKnftablesDump) {
+  NftState s = base();
+  std::string listed = print_ruleset(s, {true});
+  NftState back;
+  NftError err;
+  ASSERT_TRUE(looks_like_listing(listed));
+  ASSERT_TRUE(parse_listing(listed, "l.nft", &back, &err)) << err.render();
+  EXPECT_EQ(print_ruleset(back, {true}), listed);
+  // Fake.Dump(): the base rules' own lines (sorted, as kube-proxy's tests compare)
+  auto lines = [](const std::string& t) {
+    std::vector<std::string> v;
+    std::istringstream in(t);
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty() && l[0] != '#') v.push_back(l);
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(lines(print_knftables_dump(s, Family::Ip, "kube-proxy")),
+            lines(source("tests/data/nft/kubeproxy_base_rules.nft")));
+  // the Dump order: table, chains by name, sets, maps, rules chain by chain, elements
+  std::string dump = print_knftables_dump(s, Family::Ip, "kube-proxy");
+  EXPECT_EQ(dump.rfind("add table ip kube-proxy { comment \"rules for kube-proxy\" ; }\nadd chain ip kube-proxy cluster-ips-check\n", 0), 0u);
+  EXPECT_LT(dump.find("add map ip kube-proxy firewall-ips"), dump.find("add rule ip kube-proxy cluster-ips-check"));
+  EXPECT_EQ(print_knftables_dump(s, Family::Ip6, "kube-proxy"), "");
+}
+
+TEST(NftModel, SyntaxErrorsAreLocated) {
+  NftState s;
+  ApplyResult r = apply_script(s, "add table ip t\n\nadd chain ip t c { policy\n", "s.nft");
+  ASSERT_FALSE(r.ok);
+  EXPECT_EQ(r.error->line, 3);
+  r = apply_script(s, "add table ip t\nfrobnicate table ip t\n", "s.nft");
+  ASSERT_FALSE(r.ok);
+  EXPECT_EQ(r.error->line, 2);
+  EXPECT_EQ(r.error->col_begin, 1);
+}
+
+}  // namespace
+}  // namespace kpc::verifier::nft

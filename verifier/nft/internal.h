@@ -1,0 +1,172 @@
+// Internals of the nft model shared by its files: tokens, parsed commands, statements.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "verifier/nft/nft.h"
+
+namespace kpc::verifier::nft::detail {
+
+enum class Tok { Word, String, LBrace, RBrace, Comma, Semi, Colon, SetRef, Newline, Handle, End };
+
+struct Token {
+  Tok kind = Tok::End;
+  std::string text;  ///< word, string contents (unquoted), set name (without '@'), handle number
+  Loc loc;
+  size_t off = 0, end = 0;  ///< byte range in the input
+};
+
+/// Splits nft input into tokens (with locations). '#' comments are dropped, except
+/// "# handle N" (listings printed with -a), which becomes a Handle token.
+std::vector<Token> lex(std::string_view text);
+
+/// Thrown while parsing; carries a located message. not_modelled: kpc's refusal.
+struct ParseFailure {
+  Loc loc;
+  std::string message;
+  bool not_modelled = true;
+};
+
+/// A map/set element as written.
+struct ElemSpec {
+  std::vector<std::string> key;  ///< key fields as written
+  Loc key_loc;                   ///< the key's location (nft reports element errors there)
+  std::optional<std::string> comment;
+  std::optional<std::string> value;  ///< "goto x", "drop", ... as written
+  std::optional<std::string> timeout, expires;
+};
+
+struct SetSpec {
+  std::string name;
+  bool is_map = false;
+  std::vector<std::string> key_names;
+  std::string data_name;
+  std::vector<std::string> flags;
+  std::optional<uint64_t> timeout_ms, gc_interval_ms;
+  std::optional<uint32_t> size;
+  std::optional<std::string> policy;
+  bool auto_merge = false;
+  std::optional<std::string> comment;
+  std::vector<ElemSpec> elements;  ///< `elements = { ... }` of a block
+  bool has_elements = false;
+  Loc elements_loc;
+  uint64_t handle = 0;  ///< from a listing's "# handle N"
+};
+
+struct ChainSpec {
+  std::string name;
+  bool has_hook = false;
+  std::string type, hook;
+  Loc type_loc;
+  int priority = 0;
+  std::optional<std::string> device;
+  std::optional<std::string> policy;
+  std::optional<std::string> comment;
+  uint64_t handle = 0;
+};
+
+/// A parsed rule statement list (statement.cpp).
+struct ParsedRule {
+  std::string text;  ///< as written, comment excluded, whitespace-normalised
+  std::optional<std::string> comment;
+  std::string canonical;
+  bool canonicalized = true;
+  std::string why_not;  ///< why the text is not canonicalized
+  RuleRefs refs;
+  struct Ref {
+    std::string name;
+    Loc loc;
+    enum Kind { Chain, Set, Map, Dynset, Flowtable } kind;
+  };
+  std::vector<Ref> ref_locs;
+  /// Anonymous sets/maps the rule declares (each one a set in the kernel: a handle).
+  struct AnonSet {
+    std::vector<std::pair<std::string, Loc>> chain_values;  ///< verdict chain of each element, at the element key's location
+    Loc loc;                ///< the `{ ... }`
+    bool interval = false;  ///< an anonymous set with prefixes (nft makes it an interval set)
+  };
+  std::vector<AnonSet> anon_sets;
+  /// Sets the rule uses with the key types it gives them (datatype checks).
+  struct TypedRef {
+    std::string name;
+    std::vector<Dtype> types;
+    Ref::Kind kind;
+  };
+  std::vector<TypedRef> typed_refs;
+};
+
+enum class Verb { Add, Create, Insert, Replace, Delete, Flush, Destroy };
+enum class Obj { Table, Chain, Rule, Set, Map, Element, Flowtable, Ruleset };
+
+struct FlowtableSpec {
+  std::string name;
+  std::optional<int> priority;
+  std::vector<std::string> devices;
+  uint64_t handle = 0;
+};
+
+struct Command {
+  Verb verb = Verb::Add;
+  Obj obj = Obj::Table;
+  Loc loc;  ///< the whole command
+  Family family = Family::Ip;
+  std::string table;
+  Loc table_loc;
+  std::string name;  ///< chain / set / map / flowtable name (element: its set; rule: its chain)
+  Loc name_loc;
+  std::optional<uint64_t> handle;  ///< `handle N`
+  Loc handle_loc;
+  std::optional<uint64_t> index;   ///< `index N`
+  Loc index_loc;
+  // table
+  std::optional<std::string> table_comment;
+  std::vector<std::string> table_flags;
+  bool table_block = false;
+  std::vector<Command> block;  ///< the commands a table block stands for (nft_cmd_expand order)
+  // chain
+  ChainSpec chain;
+  bool chain_props = false;
+  // set / map
+  SetSpec set;
+  // element
+  std::vector<ElemSpec> elements;
+  // rule
+  ParsedRule rule;
+  std::vector<std::pair<std::string, Loc>> rule_tokens_unused;
+  // flowtable
+  FlowtableSpec flowtable;
+  uint64_t listed_handle = 0;   ///< a listing's "# handle N" for this object
+  size_t seq = 0;               ///< position in the expanded command list
+  std::string source_line_text;
+};
+
+/// Parses a whole script (commands and table blocks). Throws ParseFailure.
+std::vector<Command> parse_script(std::string_view text);
+
+/// Parses a rule's statements (tokens of one rule) for the given family.
+ParsedRule parse_rule(std::string_view src, const std::vector<Token>& toks, size_t begin, size_t end, Family family);
+
+/// Canonical value of a key/value field of the given datatype; false if kpc does not
+/// model the text for that type. sort bytes appended to *bytes (the kernel's register layout).
+bool canonical_value(Dtype t, std::string_view text, std::string* out, std::string* bytes);
+Dtype dtype_from_name(std::string_view name);
+uint32_t dtype_len(Dtype t);  ///< bytes
+
+/// "0x%08x" as nft prints marks.
+std::string hex8(uint32_t v);
+bool parse_uint(std::string_view s, uint64_t* out);  ///< decimal or 0x hex
+bool parse_time(std::string_view s, uint64_t* ms);   ///< "10800s", "3h", "1h30m", "500ms", "10" (s)
+
+std::string quote(std::string_view s);  ///< "\"s\""
+
+}  // namespace kpc::verifier::nft::detail
+
+namespace kpc::verifier::nft {
+/// apply_script, optionally for a listing (only table blocks; element timeouts kept), and
+/// the expanded commands it applied (for the listed handles).
+ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view file_name, bool listing,
+                       std::vector<detail::Command>* expanded);
+}  // namespace kpc::verifier::nft

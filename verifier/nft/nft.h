@@ -1,0 +1,200 @@
+// The nft transaction model (issue 14 §2, base of issue 16): what `nft -f FILE` (nftables
+// 1.0.6 on a current kernel) does to a node's nftables state, and how `nft list ruleset`
+// and knftables' Fake.Dump() print that state.
+//
+// An independent oracle: depends on kpc::support and std only (never on the compiler).
+//
+//  * apply_script() reads a script as nft reads it — one command a line (`add|create|
+//    flush|delete|insert|replace` of table, chain, set, map, element, rule, flowtable, as
+//    knftables writes them) and `table FAMILY NAME { ... }` blocks as `nft list` prints
+//    them — and applies it atomically: nft's two phases are modelled, the evaluation of
+//    every command against nft's cache (userspace errors: "No such file or directory; did
+//    you mean ...", index/handle look-ups) and then the kernel's batch (every failing
+//    message reported, "Could not process rule: <strerror>", at the location nft maps the
+//    kernel's bad attribute to), and nothing changes unless every command succeeds.
+//  * Rules are parsed into statements (statement.h). kube-proxy's vocabulary is printed
+//    exactly as nft lists it; any other rule text is kept verbatim and reported (never
+//    guessed). What kpc cannot model exactly (loops in the jump graph, datatype mismatches,
+//    typeof sets, ...) is refused with a "not modelled" error.
+//  * print_ruleset() prints `nft list ruleset` (optionally with `-a` handles),
+//    print_knftables_dump() prints knftables' Fake.Dump() of one table.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kpc::verifier::nft {
+
+enum class Family { Ip, Ip6, Inet, Arp, Bridge, Netdev };
+const char* family_name(Family f);
+std::optional<Family> family_from_name(std::string_view s);
+
+/// A location in a script: 1-based line, first and last column (inclusive, bytes).
+struct Loc {
+  int line = 0, col_begin = 0, col_end = 0;
+};
+
+/// An error as nft prints it: "FILE:LINE:COL-COL: Error: MESSAGE", then the source line and
+/// a marker line ('^' under the location).
+struct NftError {
+  std::string file;
+  int line = 0, col_begin = 0, col_end = 0;
+  std::string message;
+  std::string source_line;     ///< the line the location is on (for render())
+  bool not_modelled = false;   ///< kpc's refusal: valid or not for nft, kpc cannot say what nft does
+  std::string to_string() const;  ///< the first line, without newline
+  std::string render() const;     ///< the three lines nft prints, each ending in '\n'
+};
+
+struct ApplyResult {
+  bool ok = false;
+  std::optional<NftError> error;  ///< the first error (as nft prints it first)
+  std::vector<NftError> errors;   ///< every error nft prints (nft reports all the batch's errors)
+  size_t operations = 0;          ///< commands in the script (each netlink message of a block counts)
+  /// Rules kept verbatim: their text is outside the vocabulary kpc prints canonically
+  /// ("file:line: rule not canonicalized: ..."). The state is still exact, but `nft list`
+  /// may print these rules differently.
+  std::vector<std::string> warnings;
+  bool not_modelled() const { return error && error->not_modelled; }
+};
+
+// ------------------------------------------------------------------ values and statements
+
+/// The datatypes of set keys and values kpc models.
+enum class Dtype { Ipv4Addr, Ipv6Addr, InetProto, InetService, Mark, Ifname, Integer, Verdict, CtState, Unknown };
+const char* dtype_name(Dtype d);
+
+/// A parsed rule: its statements printed as `nft list` prints them, the text as written,
+/// and what it references.
+struct RuleRefs {
+  std::vector<std::string> chains;  ///< jump/goto targets (also inside anonymous vmaps)
+  std::vector<std::string> sets;    ///< @set / @map names (lookups, vmaps, updates)
+  std::vector<std::string> dynset;  ///< sets a rule updates (`update @s { ... }`, `add @s { ... }`)
+  std::vector<std::string> flowtables;  ///< `flow add @ft`
+  /// Statements the kernel only takes in some base chains (checked against every base chain
+  /// that reaches the rule): dnat, snat, masquerade, reject.
+  bool dnat = false, snat = false, masquerade = false, reject = false;
+};
+
+struct Rule {
+  uint64_t handle = 0;
+  std::string text;       ///< as written (knftables' Dump prints this), without the comment
+  std::optional<std::string> comment;
+  std::string canonical;  ///< as `nft list` prints it (comment included)
+  bool canonicalized = true;
+  RuleRefs refs;
+  uint64_t tx_id = 0;     ///< internal: per-transaction id of a rule added in this transaction
+};
+
+struct Element {
+  std::vector<std::string> key;  ///< canonical key fields
+  std::vector<std::string> written_key;  ///< as written (knftables' Dump)
+  std::string sort_key;          ///< bytes nft sorts listed elements by
+  std::optional<std::string> comment;
+  std::optional<std::string> value;  ///< map value, canonical ("goto x", "drop", ...)
+  std::optional<std::string> written_value;
+  std::optional<std::string> timeout, expires;  ///< as listed (only read from listings)
+};
+
+struct Set {
+  std::string name;
+  uint64_t handle = 0;
+  bool is_map = false;
+  std::vector<Dtype> key;
+  std::vector<std::string> key_names;  ///< "ipv4_addr", ...
+  Dtype data = Dtype::Unknown;
+  std::string data_name;
+  std::vector<std::string> flags;      ///< constant, dynamic, interval, timeout (kernel bit order)
+  uint64_t timeout_ms = 0, gc_interval_ms = 0;
+  uint32_t size = 0;
+  bool size_implied = false;           ///< size 65535 given by the kernel to a set a rule updates
+  std::string policy;                  ///< "" (performance) or "memory"
+  bool auto_merge = false;
+  std::optional<std::string> comment;
+  std::vector<Element> elements;       ///< insertion order (knftables' Dump); nft lists them sorted
+  bool has_flag(std::string_view f) const;
+};
+
+struct Chain {
+  std::string name;
+  uint64_t handle = 0;
+  bool base = false;
+  std::string type, hook;
+  int priority = 0;
+  std::optional<std::string> device;
+  std::string policy = "accept";
+  std::optional<std::string> comment;
+  std::vector<Rule> rules;
+};
+
+struct Flowtable {
+  std::string name;
+  uint64_t handle = 0;
+  std::string hook = "ingress";
+  int priority = 0;
+  std::vector<std::string> devices;
+};
+
+struct Table {
+  Family family = Family::Ip;
+  std::string name;
+  uint64_t handle = 0;
+  std::optional<std::string> comment;
+  std::vector<std::string> flags;
+  std::vector<Chain> chains;          ///< creation order (as the kernel lists them)
+  std::vector<Set> sets;              ///< sets and maps, creation order
+  std::vector<Flowtable> flowtables;
+  uint64_t next_handle = 0;           ///< the table's handle generator (never rolled back)
+  Chain* find_chain(std::string_view n);
+  const Chain* find_chain(std::string_view n) const;
+  Set* find_set(std::string_view n);
+  const Set* find_set(std::string_view n) const;
+  Flowtable* find_flowtable(std::string_view n);
+};
+
+/// A node's nftables state: tables in creation order.
+class NftState {
+ public:
+  std::vector<Table> tables;
+  uint64_t next_table_handle = 0;  ///< the network namespace's table handle generator
+  Table* find_table(Family f, std::string_view name);
+  const Table* find_table(Family f, std::string_view name) const;
+  bool empty() const { return tables.empty(); }
+};
+
+/// Applies a script atomically (see the file comment). file_name is used in messages.
+ApplyResult apply_script(NftState& state, std::string_view text, std::string_view file_name);
+
+/// Reads `nft list ruleset` / `nft list table ...` output (with or without `-a` handles) into
+/// *out (replacing it). False with *err set when the text is not such a listing or names
+/// something kpc does not model.
+bool parse_listing(std::string_view text, std::string_view file_name, NftState* out, NftError* err);
+
+/// True when text's first command-or-block starts with `table FAMILY NAME {` (a listing),
+/// false for a script of commands.
+bool looks_like_listing(std::string_view text);
+
+struct PrintOptions {
+  bool handles = false;  ///< as `nft -a list ruleset`
+};
+/// The state as `nft list ruleset` prints it (nft 1.0.6), byte for byte.
+std::string print_ruleset(const NftState& s, const PrintOptions& o = {});
+/// One table as knftables' Fake.Dump() prints it ("" when the table does not exist).
+std::string print_knftables_dump(const NftState& s, Family family, std::string_view table);
+
+// ------------------------------------------------------------------ exposed for tests
+
+/// nft 1.0.6's time format ("3h", "1m40s", "10s", "1d2h3m4s5ms").
+std::string format_time_ms(uint64_t ms);
+/// nft 1.0.6's misspelling check (src/misspell.c): is `b` close enough to `a` to suggest `a`,
+/// and at which distance (as nft computes it, quirks included). -1: not a candidate.
+int misspell_distance(std::string_view a, std::string_view b);
+/// `nft list`'s priority text for a base chain ("dstnat - 10", "filter", "-110").
+std::string priority_text(Family f, std::string_view hook, int priority);
+
+}  // namespace kpc::verifier::nft

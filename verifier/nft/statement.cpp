@@ -1,0 +1,766 @@
+// Rule statements and values: kube-proxy's vocabulary parsed and printed as nft 1.0.6's
+// `nft list` prints it; anything else is kept verbatim (and said so).
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "verifier/nft/internal.h"
+
+namespace kpc::verifier::nft {
+
+const char* dtype_name(Dtype d) {
+  switch (d) {
+    case Dtype::Ipv4Addr: return "ipv4_addr";
+    case Dtype::Ipv6Addr: return "ipv6_addr";
+    case Dtype::InetProto: return "inet_proto";
+    case Dtype::InetService: return "inet_service";
+    case Dtype::Mark: return "mark";
+    case Dtype::Ifname: return "ifname";
+    case Dtype::Integer: return "integer";
+    case Dtype::Verdict: return "verdict";
+    case Dtype::CtState: return "ct_state";
+    case Dtype::Unknown: return "?";
+  }
+  return "?";
+}
+
+namespace detail {
+
+Dtype dtype_from_name(std::string_view n) {
+  if (n == "ipv4_addr") return Dtype::Ipv4Addr;
+  if (n == "ipv6_addr") return Dtype::Ipv6Addr;
+  if (n == "inet_proto") return Dtype::InetProto;
+  if (n == "inet_service") return Dtype::InetService;
+  if (n == "mark") return Dtype::Mark;
+  if (n == "ifname") return Dtype::Ifname;
+  if (n == "verdict") return Dtype::Verdict;
+  return Dtype::Unknown;
+}
+
+uint32_t dtype_len(Dtype t) {
+  switch (t) {
+    case Dtype::Ipv4Addr: return 4;
+    case Dtype::Ipv6Addr: return 16;
+    case Dtype::InetProto: return 1;
+    case Dtype::InetService: return 2;
+    case Dtype::Mark: return 4;
+    case Dtype::Integer: return 4;
+    case Dtype::Ifname: return 16;
+    default: return 0;
+  }
+}
+
+std::string hex8(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
+}
+
+namespace {
+
+bool ipv4(std::string_view s, unsigned char out[4]) {
+  std::string z(s);
+  if (inet_pton(AF_INET, z.c_str(), out) != 1) return false;
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, out, buf, sizeof buf);
+  return z == buf;  // only canonical dotted quads (nft reads others through getaddrinfo)
+}
+bool ipv6(std::string_view s, unsigned char out[16], std::string* canon) {
+  std::string z(s);
+  if (z.find('%') != std::string::npos || z.find('.') != std::string::npos) return false;
+  if (inet_pton(AF_INET6, z.c_str(), out) != 1) return false;
+  char buf[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, out, buf, sizeof buf);
+  *canon = buf;
+  return true;
+}
+
+struct ProtoName {
+  const char* name;
+  int num;
+};
+const ProtoName kProtos[] = {{"tcp", 6}, {"udp", 17}, {"sctp", 132}, {"icmp", 1}, {"udplite", 136}};
+
+}  // namespace
+
+bool canonical_value(Dtype t, std::string_view text, std::string* out, std::string* bytes) {
+  uint64_t v;
+  switch (t) {
+    case Dtype::Ipv4Addr: {
+      unsigned char a[4];
+      if (!ipv4(text, a)) return false;
+      *out = std::string(text);
+      bytes->append(reinterpret_cast<char*>(a), 4);
+      return true;
+    }
+    case Dtype::Ipv6Addr: {
+      unsigned char a[16];
+      if (!ipv6(text, a, out)) return false;
+      bytes->append(reinterpret_cast<char*>(a), 16);
+      return true;
+    }
+    case Dtype::InetProto:
+      for (const auto& p : kProtos) {
+        if (text == p.name || (parse_uint(text, &v) && v == static_cast<uint64_t>(p.num) && text[0] != '0')) {
+          *out = p.name;
+          bytes->push_back(static_cast<char>(p.num));
+          return true;
+        }
+      }
+      return false;
+    case Dtype::InetService:
+      if (text.empty() || text.size() > 5 || !std::all_of(text.begin(), text.end(), ::isdigit)) return false;
+      if (!parse_uint(text, &v) || v > 65535 || (text.size() > 1 && text[0] == '0')) return false;
+      *out = std::to_string(v);
+      bytes->push_back(static_cast<char>(v >> 8));
+      bytes->push_back(static_cast<char>(v & 0xff));
+      return true;
+    case Dtype::Mark:
+      if (!parse_uint(text, &v) || v > 0xffffffffULL) return false;
+      *out = hex8(static_cast<uint32_t>(v));
+      for (int i = 0; i < 4; ++i) bytes->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+      return true;
+    case Dtype::Integer:
+      if (!parse_uint(text, &v) || v > 0xffffffffULL || text.rfind("0x", 0) == 0 ||
+          (text.size() > 1 && text[0] == '0'))
+        return false;
+      *out = std::to_string(v);
+      for (int i = 0; i < 4; ++i) bytes->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+      return true;
+    case Dtype::Ifname:
+      if (text.empty() || text.size() > 15) return false;
+      *out = quote(text);
+      bytes->append(std::string(text));
+      bytes->append(16 - text.size(), '\0');
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+struct Bad {
+  std::string why;
+};
+[[noreturn]] void bad(std::string why) { throw Bad{std::move(why)}; }
+
+// An lhs expression: its canonical text and the datatype of what it yields.
+struct Lhs {
+  std::string text;
+  std::vector<Dtype> types;  ///< one per concatenated field
+  bool binop = false;
+  bool fib = false;
+  bool ctstate = false;
+  bool numgen = false;
+};
+
+const char* kCtStates[] = {"invalid", "established", "related", "new", "untracked"};
+const uint32_t kCtBits[] = {1, 2, 4, 8, 64};
+
+const char* kFibTypes[] = {"unspec", "unicast", "local", "broadcast", "anycast", "multicast", "blackhole",
+                           "unreachable", "prohibit"};
+
+class RuleParser {
+ public:
+  RuleParser(std::string_view src, const std::vector<Token>& t, size_t b, size_t e, Family f)
+      : src_(src), t_(t), p_(b), end_(e), fam_(f) {}
+
+  ParsedRule parse() {
+    ParsedRule r;
+    // The comment: a trailing `comment "..."`.
+    size_t stmt_end = end_;
+    if (end_ - p_ >= 2 && t_[end_ - 2].kind == Tok::Word && t_[end_ - 2].text == "comment" &&
+        t_[end_ - 1].kind == Tok::String) {
+      r.comment = t_[end_ - 1].text;
+      stmt_end = end_ - 2;
+    }
+    if (stmt_end > p_) r.text = std::string(src_.substr(t_[p_].off, t_[stmt_end - 1].end - t_[p_].off));
+    end_ = stmt_end;
+    size_t start = p_;
+    try {
+      std::vector<std::string> parts;
+      bool terminal = false;
+      while (p_ < end_) {
+        if (terminal) bad("a statement after a terminal statement");
+        std::string s = statement(&terminal);
+        parts.push_back(std::move(s));
+      }
+      if (parts.empty()) bad("an empty rule");
+      std::string out;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        if (i) out += ' ';
+        out += parts[i];
+      }
+      r.canonical = out;
+      r.refs = refs_;
+      r.ref_locs = ref_locs_;
+      r.anon_sets = anon_;
+    } catch (const Bad& b) {
+      // Not kube-proxy's vocabulary: keep the text, find references as knftables' fake does.
+      r.canonicalized = false;
+      r.why_not = b.why;
+      r.canonical = r.text;
+      r.refs = RuleRefs{};
+      r.ref_locs.clear();
+      r.anon_sets.clear();
+      for (size_t i = start; i < end_; ++i) {
+        const Token& tk = t_[i];
+        if (tk.kind == Tok::SetRef) {
+          bool map = i > start && t_[i - 1].kind == Tok::Word && (t_[i - 1].text == "vmap" || t_[i - 1].text == "map");
+          r.refs.sets.push_back(tk.text);
+          r.ref_locs.push_back({tk.text, tk.loc, map ? ParsedRule::Ref::Map : ParsedRule::Ref::Set});
+        } else if (tk.kind == Tok::Word && (tk.text == "jump" || tk.text == "goto") && i + 1 < end_ &&
+                   t_[i + 1].kind == Tok::Word) {
+          r.refs.chains.push_back(t_[i + 1].text);
+          r.ref_locs.push_back({t_[i + 1].text, t_[i + 1].loc, ParsedRule::Ref::Chain});
+        }
+      }
+    }
+    if (r.comment) r.canonical += " comment " + quote(*r.comment);
+    return r;
+  }
+
+ private:
+  std::string_view src_;
+  const std::vector<Token>& t_;
+  size_t p_, end_;
+  Family fam_;
+  RuleRefs refs_;
+  std::vector<ParsedRule::Ref> ref_locs_;
+  std::vector<ParsedRule::AnonSet> anon_;
+
+  bool at_end() const { return p_ >= end_; }
+  const Token& peek(size_t k = 0) const {
+    static const Token none;
+    return p_ + k < end_ ? t_[p_ + k] : none;
+  }
+  bool is(std::string_view w, size_t k = 0) const { return peek(k).kind == Tok::Word && peek(k).text == w; }
+  const Token& next() {
+    if (at_end()) bad("an incomplete statement");
+    return t_[p_++];
+  }
+  std::string word() {
+    const Token& t = next();
+    if (t.kind != Tok::Word) bad("an unexpected token");
+    return t.text;
+  }
+
+  void add_chain_ref(const Token& t) {
+    refs_.chains.push_back(t.text);
+    ref_locs_.push_back({t.text, t.loc, ParsedRule::Ref::Chain});
+  }
+  void add_set_ref(const Token& t, ParsedRule::Ref::Kind k) {
+    refs_.sets.push_back(t.text);
+    if (k == ParsedRule::Ref::Dynset) refs_.dynset.push_back(t.text);
+    ref_locs_.push_back({t.text, t.loc, k});
+  }
+
+  // A primary expression, or nothing (false) if the next words are not one.
+  bool primary(Lhs* out) {
+    const Token& t = peek();
+    if (t.kind != Tok::Word) return false;
+    const std::string& w = t.text;
+    auto take = [&](int n, std::string text, Dtype d) {
+      p_ += n;
+      out->text = std::move(text);
+      out->types = {d};
+      return true;
+    };
+    if (w == "ip" && (is("saddr", 1) || is("daddr", 1))) {
+      if (fam_ == Family::Ip6) bad("ip in an ip6 table");
+      return take(2, "ip " + peek(1).text, Dtype::Ipv4Addr);
+    }
+    if (w == "ip" && is("protocol", 1)) return take(2, "ip protocol", Dtype::InetProto);
+    if (w == "ip6" && (is("saddr", 1) || is("daddr", 1))) {
+      if (fam_ == Family::Ip) bad("ip6 in an ip table");
+      return take(2, "ip6 " + peek(1).text, Dtype::Ipv6Addr);
+    }
+    if (w == "meta" && is("l4proto", 1)) return take(2, "meta l4proto", Dtype::InetProto);
+    if (w == "meta" && is("mark", 1)) return take(2, "meta mark", Dtype::Mark);
+    if (w == "mark") return take(1, "meta mark", Dtype::Mark);
+    if (w == "meta" && (is("iifname", 1) || is("oifname", 1))) return take(2, peek(1).text, Dtype::Ifname);
+    if (w == "iifname" || w == "oifname") return take(1, w, Dtype::Ifname);
+    if (w == "th" && (is("dport", 1) || is("sport", 1))) return take(2, "th " + peek(1).text, Dtype::InetService);
+    if ((w == "tcp" || w == "udp" || w == "sctp") && (is("dport", 1) || is("sport", 1)))
+      return take(2, w + " " + peek(1).text, Dtype::InetService);
+    if (w == "ct" && is("state", 1)) {
+      out->ctstate = true;
+      return take(2, "ct state", Dtype::CtState);
+    }
+    if (w == "ct" && is("mark", 1)) return take(2, "ct mark", Dtype::Mark);
+    if (w == "fib" && (is("saddr", 1) || is("daddr", 1)) && is("type", 2)) {
+      out->fib = true;
+      return take(3, "fib " + peek(1).text + " type", Dtype::Unknown);
+    }
+    if (w == "numgen" && is("random", 1) && is("mod", 2)) {
+      uint64_t n;
+      if (!parse_uint(peek(3).text, &n) || n == 0 || n > 0xffffffffULL || peek(3).text.rfind("0x", 0) == 0)
+        bad("a numgen modulus");
+      std::string text = "numgen random mod " + std::to_string(n);
+      int used = 4;
+      if (is("offset", 4)) {
+        uint64_t o;
+        if (!parse_uint(peek(5).text, &o) || o > 0xffffffffULL) bad("a numgen offset");
+        if (o) text += " offset " + std::to_string(o);
+        used = 6;
+      }
+      out->numgen = true;
+      return take(used, text, Dtype::Integer);
+    }
+    return false;
+  }
+
+  bool lhs(Lhs* out) {
+    if (!primary(out)) return false;
+    while (is(".")) {
+      ++p_;
+      Lhs more;
+      if (!primary(&more) || more.fib || more.ctstate || more.numgen || out->fib || out->ctstate)
+        bad("a concatenation kpc does not model");
+      out->text += " . " + more.text;
+      out->types.push_back(more.types[0]);
+    }
+    if (out->types.size() == 1 && out->types[0] == Dtype::Mark && (is("and", 0) || is("&", 0))) {
+      ++p_;
+      std::string v, b;
+      if (!canonical_value(Dtype::Mark, word(), &v, &b)) bad("a mark mask");
+      out->text += " & " + v;
+      out->binop = true;
+    }
+    return true;
+  }
+
+  // A single value of type d (or a prefix of an address); its canonical text and
+  // (for prefixes) the numeric range for overlap checks.
+  std::string value(Dtype d, std::string* sortkey) {
+    const Token& t = next();
+    if (d == Dtype::Ifname) {
+      if (t.kind != Tok::String && t.kind != Tok::Word) bad("an interface name");
+      std::string out, b;
+      if (!canonical_value(d, t.text, &out, &b)) bad("an interface name");
+      *sortkey = b;
+      return out;
+    }
+    if (t.kind != Tok::Word) bad("a value");
+    std::string w = t.text;
+    if (d == Dtype::Ipv4Addr || d == Dtype::Ipv6Addr) {
+      size_t slash = w.find('/');
+      std::string addr = w.substr(0, slash);
+      std::string canon, bytes;
+      if (!canonical_value(d, addr, &canon, &bytes)) bad("an address");
+      if (slash == std::string::npos) {
+        *sortkey = bytes;
+        return canon;
+      }
+      uint64_t len;
+      unsigned bits = d == Dtype::Ipv4Addr ? 32 : 128;
+      if (!parse_uint(w.substr(slash + 1), &len) || len > bits || w.substr(slash + 1).rfind("0x", 0) == 0)
+        bad("a prefix length");
+      // nft masks the host bits.
+      for (unsigned i = 0; i < bytes.size(); ++i) {
+        int keep = static_cast<int>(len) - static_cast<int>(i * 8);
+        unsigned char m = keep >= 8 ? 0xff : keep <= 0 ? 0 : static_cast<unsigned char>(0xff << (8 - keep));
+        bytes[i] = static_cast<char>(static_cast<unsigned char>(bytes[i]) & m);
+      }
+      char buf[INET6_ADDRSTRLEN];
+      inet_ntop(d == Dtype::Ipv4Addr ? AF_INET : AF_INET6, bytes.data(), buf, sizeof buf);
+      *sortkey = bytes + std::string(1, static_cast<char>(len));
+      if (len == bits) return buf;
+      return std::string(buf) + "/" + std::to_string(len);
+    }
+    std::string out, b;
+    if (!canonical_value(d, w, &out, &b)) bad("a value of type " + std::string(dtype_name(d)));
+    // numeric order for host-endian integers
+    if (d == Dtype::Mark || d == Dtype::Integer) std::reverse(b.begin(), b.end());
+    *sortkey = b;
+    return out;
+  }
+
+  static bool prefix_overlaps(Dtype d, const std::string& a, const std::string& b) {
+    // sort keys of addresses/prefixes: bytes + (prefix length if any)
+    size_t n = dtype_len(d);
+    unsigned bits = n * 8;
+    unsigned la = a.size() > n ? static_cast<unsigned char>(a[n]) : bits;
+    unsigned lb = b.size() > n ? static_cast<unsigned char>(b[n]) : bits;
+    unsigned l = std::min(la, lb);
+    // overlap or adjacency both make nft merge: treat "touching" as not modelled too
+    for (unsigned i = 0; i < n; ++i) {
+      int keep = static_cast<int>(l) - static_cast<int>(i * 8);
+      unsigned char m = keep >= 8 ? 0xff : keep <= 0 ? 0 : static_cast<unsigned char>(0xff << (8 - keep));
+      if ((a[i] & m) != (b[i] & m)) return false;
+    }
+    return true;
+  }
+
+  // `{ v, v, ... }` after '{' was consumed; the set's elements sorted as nft lists them.
+  std::string anon_set(Dtype d, bool* single, const Loc& open) {
+    std::vector<std::pair<std::string, std::string>> elems;  // sortkey, text
+    Loc close = open;
+    bool interval = false;
+    while (true) {
+      if (peek().kind == Tok::RBrace) {
+        close = peek().loc;
+        ++p_;
+        break;
+      }
+      if (peek().kind == Tok::Word && peek().text.find('/') != std::string::npos) interval = true;
+      std::string sk;
+      std::string v = value(d, &sk);
+      elems.push_back({sk, v});
+      if (peek().kind == Tok::Comma) {
+        ++p_;
+        continue;
+      }
+      if (peek().kind == Tok::RBrace) {
+        close = peek().loc;
+        ++p_;
+        break;
+      }
+      bad("an anonymous set kpc does not model");
+    }
+    if (elems.empty()) bad("an empty set");
+    *single = elems.size() == 1;
+    if (*single) return elems[0].second;
+    std::sort(elems.begin(), elems.end());
+    for (size_t i = 0; i + 1 < elems.size(); ++i) {
+      if (elems[i].first == elems[i + 1].first) bad("duplicate elements (nft merges them)");
+      if ((d == Dtype::Ipv4Addr || d == Dtype::Ipv6Addr) && prefix_overlaps(d, elems[i].first, elems[i + 1].first))
+        bad("overlapping intervals (nft merges them)");
+    }
+    if (d == Dtype::Ipv4Addr || d == Dtype::Ipv6Addr) {
+      // adjacent intervals are merged by nft's auto-merge: refuse them
+      for (size_t i = 0; i + 1 < elems.size(); ++i) {
+        if (adjacent(d, elems[i].first, elems[i + 1].first)) bad("adjacent intervals (nft merges them)");
+      }
+    }
+    std::string out = "{ ";
+    for (size_t i = 0; i < elems.size(); ++i) {
+      if (i) out += ", ";
+      out += elems[i].second;
+    }
+    out += " }";
+    ParsedRule::AnonSet as;
+    as.loc = Loc{open.line, open.col_begin, close.col_end};
+    as.interval = interval;
+    anon_.push_back(as);
+    return out;
+  }
+
+  static bool adjacent(Dtype d, const std::string& a, const std::string& b) {
+    // end of a + 1 == start of b ?
+    size_t n = dtype_len(d);
+    unsigned bits = n * 8;
+    unsigned la = a.size() > n ? static_cast<unsigned char>(a[n]) : bits;
+    std::string end(a.begin(), a.begin() + n);
+    for (unsigned i = 0; i < n; ++i) {
+      int keep = static_cast<int>(la) - static_cast<int>(i * 8);
+      unsigned char m = keep >= 8 ? 0xff : keep <= 0 ? 0 : static_cast<unsigned char>(0xff << (8 - keep));
+      end[i] = static_cast<char>(static_cast<unsigned char>(end[i]) | static_cast<unsigned char>(~m));
+    }
+    // end + 1
+    for (int i = static_cast<int>(n) - 1; i >= 0; --i) {
+      unsigned char c = static_cast<unsigned char>(end[i]);
+      end[i] = static_cast<char>(c + 1);
+      if (c != 0xff) break;
+      if (i == 0) return false;  // wrapped
+    }
+    return std::equal(end.begin(), end.end(), b.begin());
+  }
+
+  std::string verdict_word(bool* terminal) {
+    const Token& t = next();
+    if (t.kind != Tok::Word) bad("a verdict");
+    if (t.text == "accept" || t.text == "drop" || t.text == "return" || t.text == "continue") {
+      *terminal = true;
+      return t.text;
+    }
+    if (t.text == "jump" || t.text == "goto") {
+      const Token& c = next();
+      if (c.kind != Tok::Word) bad("a chain name");
+      add_chain_ref(c);
+      *terminal = true;
+      return t.text + " " + c.text;
+    }
+    bad("a verdict");
+  }
+
+  std::string inline_vmap(const Lhs& l, const Loc& open) {
+    if (l.types.size() != 1) bad("an anonymous concatenated map");
+    Loc close = open;
+    Dtype d = l.types[0];
+    struct E {
+      std::string sk, key, val;
+      std::string chain;
+      Loc loc;
+    };
+    std::vector<E> elems;
+    while (true) {
+      if (peek().kind == Tok::RBrace) {
+        close = peek().loc;
+        ++p_;
+        break;
+      }
+      E e;
+      e.loc = peek().loc;
+      e.key = value(d, &e.sk);
+      if (peek().kind != Tok::Colon) bad("a map element without ':'");
+      ++p_;
+      const Token& v = next();
+      if (v.kind != Tok::Word) bad("a verdict");
+      if (v.text == "jump" || v.text == "goto") {
+        const Token& c = next();
+        if (c.kind != Tok::Word) bad("a chain name");
+        e.val = v.text + " " + c.text;
+        e.chain = c.text;
+        refs_.chains.push_back(c.text);
+      } else if (v.text == "accept" || v.text == "drop" || v.text == "return" || v.text == "continue") {
+        e.val = v.text;
+      } else {
+        bad("a verdict");
+      }
+      elems.push_back(std::move(e));
+      if (peek().kind == Tok::Comma) {
+        ++p_;
+        continue;
+      }
+      if (peek().kind == Tok::RBrace) {
+        close = peek().loc;
+        ++p_;
+        break;
+      }
+      bad("an anonymous map kpc does not model");
+    }
+    if (elems.empty()) bad("an empty map");
+    ParsedRule::AnonSet as;
+    as.loc = Loc{open.line, open.col_begin, close.col_end};
+    for (const auto& e : elems)
+      if (!e.chain.empty()) as.chain_values.push_back({e.chain, e.loc});
+    anon_.push_back(as);
+    std::sort(elems.begin(), elems.end(), [](const E& a, const E& b) { return a.sk < b.sk; });
+    for (size_t i = 0; i + 1 < elems.size(); ++i)
+      if (elems[i].sk == elems[i + 1].sk) bad("duplicate map keys");
+    std::string out = "vmap { ";
+    for (size_t i = 0; i < elems.size(); ++i) {
+      if (i) out += ", ";
+      out += elems[i].key + " : " + elems[i].val;
+    }
+    return out + " }";
+  }
+
+  std::string nat_target(std::string_view kind) {
+    if (fam_ == Family::Inet) bad("nat in an inet table");
+    if (is("ip") || is("ip6")) ++p_;
+    if (!is("to")) bad("a nat statement without 'to'");
+    ++p_;
+    const Token& t = next();
+    if (t.kind != Tok::Word) bad("a nat address");
+    std::string w = t.text;
+    std::string out;
+    std::string addr, port;
+    if (!w.empty() && w[0] == '[') {
+      size_t rb = w.find(']');
+      if (rb == std::string::npos) bad("a nat address");
+      addr = w.substr(1, rb - 1);
+      if (rb + 1 < w.size()) {
+        if (w[rb + 1] != ':') bad("a nat address");
+        port = w.substr(rb + 2);
+      }
+      if (fam_ != Family::Ip6) bad("an IPv6 nat address in an ip table");
+    } else if (fam_ == Family::Ip6) {
+      addr = w;  // a bare IPv6 address (no port)
+    } else {
+      size_t colon = w.find(':');
+      addr = w.substr(0, colon);
+      if (colon != std::string::npos) port = w.substr(colon + 1);
+    }
+    std::string canon, bytes;
+    if (!canonical_value(fam_ == Family::Ip6 ? Dtype::Ipv6Addr : Dtype::Ipv4Addr, addr, &canon, &bytes))
+      bad("a nat address");
+    if (fam_ == Family::Ip6 && !port.empty()) out = "[" + canon + "]";
+    else out = canon;
+    if (!port.empty()) {
+      std::string pc, pb;
+      if (!canonical_value(Dtype::InetService, port, &pc, &pb)) bad("a nat port");
+      out += ":" + pc;
+    }
+    return std::string(kind) + " to " + out;
+  }
+
+  std::string statement(bool* terminal) {
+    const Token& t = peek();
+    if (t.kind != Tok::Word) bad("an unexpected token");
+    const std::string w = t.text;
+    if (w == "accept" || w == "drop" || w == "return" || w == "continue" || w == "jump" || w == "goto")
+      return verdict_word(terminal);
+    if (w == "reject") {
+      ++p_;
+      if (is("with")) bad("reject with");
+      refs_.reject = true;
+      *terminal = true;
+      return "reject";
+    }
+    if (w == "masquerade") {
+      ++p_;
+      refs_.masquerade = true;
+      if (is("fully-random") || is("random") || is("persistent")) {
+        std::string f = word();
+        if (peek().kind == Tok::Comma) bad("several masquerade flags");
+        return "masquerade " + f;
+      }
+      if (is("to")) bad("masquerade to");
+      return "masquerade";
+    }
+    if (w == "dnat" || w == "snat") {
+      ++p_;
+      (w == "dnat" ? refs_.dnat : refs_.snat) = true;
+      return nat_target(w);
+    }
+    if (w == "counter") {
+      ++p_;
+      uint64_t pk = 0, by = 0;
+      if (is("packets")) {
+        ++p_;
+        if (!parse_uint(word(), &pk)) bad("a counter");
+        if (!is("bytes")) bad("a counter");
+        ++p_;
+        if (!parse_uint(word(), &by)) bad("a counter");
+      }
+      return "counter packets " + std::to_string(pk) + " bytes " + std::to_string(by);
+    }
+    if ((w == "update" || w == "add") && peek(1).kind == Tok::SetRef) {
+      ++p_;
+      const Token& s = next();
+      add_set_ref(s, ParsedRule::Ref::Dynset);
+      if (peek().kind != Tok::LBrace) bad("a set update");
+      ++p_;
+      Lhs l;
+      if (!lhs(&l) || l.binop || l.fib || l.ctstate || l.numgen) bad("a set update key");
+      if (peek().kind != Tok::RBrace) bad("a set update with options");
+      ++p_;
+      dyn_types_.push_back({s.text, l.types});
+      return w + " @" + s.text + " { " + l.text + " }";
+    }
+    if (w == "flow" && (is("add", 1) || is("offload", 1)) && peek(2).kind == Tok::SetRef) {
+      p_ += 2;
+      const Token& s = next();
+      refs_.flowtables.push_back(s.text);
+      ref_locs_.push_back({s.text, s.loc, ParsedRule::Ref::Flowtable});
+      return "flow add @" + s.text;
+    }
+    // meta mark set ...
+    if ((w == "mark" && is("set", 1)) || (w == "meta" && is("mark", 1) && is("set", 2))) {
+      p_ += w == "mark" ? 2 : 3;
+      std::string v, b;
+      if (is("mark") || (is("meta") && is("mark", 1))) {
+        p_ += is("mark") ? 1 : 2;
+        std::string op = word();
+        const char* sym = op == "or" || op == "|" ? "|" : op == "xor" || op == "^" ? "^" : op == "and" || op == "&" ? "&" : nullptr;
+        if (!sym) bad("a mark expression");
+        if (!canonical_value(Dtype::Mark, word(), &v, &b)) bad("a mark value");
+        return std::string("meta mark set meta mark ") + sym + " " + v;
+      }
+      if (!canonical_value(Dtype::Mark, word(), &v, &b)) bad("a mark value");
+      return "meta mark set " + v;
+    }
+    // a match (or a vmap)
+    Lhs l;
+    if (!lhs(&l)) bad("a statement kpc does not model ('" + w + "')");
+    if (is("vmap")) {
+      ++p_;
+      if (l.binop || l.fib || l.ctstate) bad("a vmap kpc does not model");
+      if (peek().kind == Tok::SetRef) {
+        const Token& s = next();
+        add_set_ref(s, ParsedRule::Ref::Map);
+        vmap_types_.push_back({s.text, l.types});
+        *terminal = true;
+        return l.text + " vmap @" + s.text;
+      }
+      if (peek().kind == Tok::LBrace) {
+        Loc open = peek().loc;
+        ++p_;
+        *terminal = true;
+        return l.text + " " + inline_vmap(l, open);
+      }
+      bad("a vmap");
+    }
+    if (is("map")) bad("a map lookup kpc does not model");
+    if (l.numgen) bad("numgen outside a vmap");
+    std::string op;
+    if (is("==") || is("!=")) op = word();
+    else if (is("<") || is(">") || is("<=") || is(">=")) bad("a comparison kpc does not model");
+    if (peek().kind == Tok::SetRef) {
+      if (l.binop || l.fib || l.ctstate) bad("a lookup kpc does not model");
+      const Token& s = next();
+      add_set_ref(s, ParsedRule::Ref::Set);
+      lookup_types_.push_back({s.text, l.types});
+      return l.text + (op == "!=" ? " != " : " ") + "@" + s.text;
+    }
+    if (l.types.size() != 1) bad("a concatenation match");
+    std::string rhs;
+    if (l.fib) {
+      std::string v = word();
+      bool ok = false;
+      for (const char* f : kFibTypes) ok = ok || v == f;
+      if (!ok) bad("a fib type");
+      rhs = v;
+    } else if (l.ctstate) {
+      uint32_t bits = 0;
+      while (true) {
+        std::string v = word();
+        bool ok = false;
+        for (int i = 0; i < 5; ++i)
+          if (v == kCtStates[i]) {
+            ok = true;
+            bits |= kCtBits[i];
+          }
+        if (!ok) bad("a ct state");
+        if (peek().kind == Tok::Comma) {
+          ++p_;
+          continue;
+        }
+        break;
+      }
+      std::string s;
+      for (int i = 0; i < 5; ++i)
+        if (bits & kCtBits[i]) s += (s.empty() ? "" : ",") + std::string(kCtStates[i]);
+      rhs = s;
+      if (op == "==") bad("ct state ==");
+    } else if (peek().kind == Tok::LBrace) {
+      Loc open = peek().loc;
+      ++p_;
+      if (l.binop) bad("a set of masks");
+      bool single = false;
+      rhs = anon_set(l.types[0], &single, open);
+    } else {
+      std::string sk;
+      rhs = value(l.types[0], &sk);
+      if (l.binop && peek().kind == Tok::Comma) bad("a list");
+    }
+    std::string out = l.text;
+    if (op == "!=") out += " !=";
+    else if (l.binop) out += " ==";
+    return out + " " + rhs;
+  }
+
+ public:
+  std::vector<std::pair<std::string, std::vector<Dtype>>> vmap_types_, lookup_types_, dyn_types_;
+};
+
+}  // namespace
+
+ParsedRule parse_rule(std::string_view src, const std::vector<Token>& toks, size_t begin, size_t end, Family family) {
+  RuleParser p(src, toks, begin, end, family);
+  ParsedRule r = p.parse();
+  if (r.canonicalized) {
+    for (auto& [name, types] : p.vmap_types_) r.typed_refs.push_back({name, types, ParsedRule::Ref::Map});
+    for (auto& [name, types] : p.lookup_types_) r.typed_refs.push_back({name, types, ParsedRule::Ref::Set});
+    for (auto& [name, types] : p.dyn_types_) r.typed_refs.push_back({name, types, ParsedRule::Ref::Dynset});
+  }
+  return r;
+}
+
+}  // namespace detail
+}  // namespace kpc::verifier::nft
