@@ -13,6 +13,7 @@
 #include "compiler/model/loader.h"
 #include "tests/support/netns.h"
 #include "tests/support/test_util.h"
+#include "verifier/nft/nft.h"
 
 namespace kpc::test {
 namespace {
@@ -36,9 +37,16 @@ TEST(NftLoad, EveryPinnedNftablesGoldenLoads) {
     ASSERT_TRUE(ns.ok());
     std::string text = read_file(p.string());
     bool fast = p.filename() == "fastpath.nft";
-    auto r = ns.exec({"nft", "-f", "-"}, fast ? without_flowtable(text) : text);
+    std::string script = fast ? without_flowtable(text) : text;
+    auto r = ns.exec({"nft", "-f", "-"}, script);
     EXPECT_EQ(r.exit_code, 0) << p << ": " << r.err;
     auto list = ns.exec({"nft", "list", "ruleset"});
+    // kpc's nft model (what `kpc simulate --backend nftables --format nft` prints) lists the
+    // same ruleset, byte for byte.
+    verifier::nft::NftState model;
+    auto applied = verifier::nft::apply_script(model, script, p.string());
+    ASSERT_TRUE(applied.ok) << applied.error->render();
+    EXPECT_EQ(verifier::nft::print_ruleset(model), list.out) << p;
     if (fast) {
       for (const char* want : {"set service-nodeports", "set service-ip4-ports", "set service-ip6-ports",
                                "chain fastpath-mark", "type filter hook prerouting priority dstnat - 10; policy accept;",
@@ -70,6 +78,10 @@ TEST(NftLoad, EveryKubeProxyNftablesFixtureCompilesToALoadableTransaction) {
       ASSERT_TRUE(ns.ok());
       auto out = ns.exec({"nft", "-f", "-"}, r->text);
       EXPECT_EQ(out.exit_code, 0) << p << " " << family_name(f) << ": " << out.err;
+      verifier::nft::NftState model;
+      auto applied = verifier::nft::apply_script(model, r->text, "sync.nft");
+      ASSERT_TRUE(applied.ok) << applied.error->render();
+      EXPECT_EQ(verifier::nft::print_ruleset(model), ns.exec({"nft", "list", "ruleset"}).out) << p << " " << family_name(f);
       ++loaded;
     }
   }

@@ -17,6 +17,7 @@
 #include "tests/support/cluster_env.h"
 #include "tests/support/netns.h"
 #include "tests/support/snapshot_gen.h"
+#include "verifier/nft/nft.h"
 
 namespace kpc::test {
 namespace {
@@ -132,8 +133,21 @@ void check_step(const Snapshot& prior, const Snapshot& next, IPFamily family) {
   }
   auto r4 = k.b.exec({"nft", "-f", "-"}, full_new->text);
   RC_ASSERT(r4.exit_code == 0);
-  std::string got = normalized_listing(k.a.exec({"nft", "list", "ruleset"}).out);
-  std::string want = normalized_listing(k.b.exec({"nft", "list", "ruleset"}).out);
+  std::string listed_a = k.a.exec({"nft", "list", "ruleset"}).out;
+  std::string listed_b = k.b.exec({"nft", "list", "ruleset"}).out;
+  // kpc's nft model applies the same transactions and lists the kernel's text byte for byte.
+  namespace vn = verifier::nft;
+  vn::NftState model_a, model_b;
+  for (const std::string* t : {&full_old->text, &partial->text}) {
+    auto m = vn::apply_script(model_a, *t, "a.nft");
+    RC_ASSERT(m.ok);
+  }
+  if (!after.cleanup.empty()) RC_ASSERT(vn::apply_script(model_a, nftables::print_transaction(after.cleanup), "c.nft").ok);
+  RC_ASSERT(vn::apply_script(model_b, full_new->text, "b.nft").ok);
+  if (vn::print_ruleset(model_a) != listed_a) RC_FAIL("model and kernel list prior+partial differently:\n" + listed_a);
+  if (vn::print_ruleset(model_b) != listed_b) RC_FAIL("model and kernel list full(NEW) differently:\n" + listed_b);
+  std::string got = normalized_listing(listed_a);
+  std::string want = normalized_listing(listed_b);
   ++step_counter.steps;
   if (got != want)
     RC_FAIL("prior + partial differs from full:\n--- partial\n" + partial->text + "\n--- got\n" + got +
