@@ -137,25 +137,40 @@ const char* object_word(std::string_view prefix) {
   return "endpoint";
 }
 
-// The item a changed line gives (rules are counted, not itemised: "").
+std::string deletion(const Line& l) { return l.verb == "delete" || l.verb == "destroy" ? "deletion of " : ""; }
+
+// A per-service chain or set the line declares, flushes or deletes: "endpoint 10.1.0.5:8080",
+// "external chain", "affinity set for 10.1.0.5:8080" (its added / removed / changed said later).
+std::optional<std::string> service_object(const Line& l) {
+  if ((l.kind != "chain" && l.kind != "set" && l.kind != "map") || !l.first_object ||
+      l.name.find(l.first_object->prefix) != 0)
+    return std::nullopt;
+  const ObjectName& n = *l.first_object;
+  if (n.prefix == "endpoint-") return deletion(l) + "endpoint " + n.endpoint;
+  return deletion(l) + object_word(n.prefix) + (n.endpoint.empty() ? "" : " for " + n.endpoint);
+}
+
+// The item any other changed line gives (rules are counted, not itemised: "").
 std::string item(const Line& l, bool added) {
   const char* dir = added ? "added" : "removed";
-  std::string del = l.verb == "delete" || l.verb == "destroy" ? "deletion of " : "";
   if (l.kind == "rule") return "";
-  if (l.kind == "element") return std::string(l.name) + " element " + printable_capped(l.key, 120) + " " + dir;
-  if ((l.kind == "chain" || l.kind == "set" || l.kind == "map") && l.first_object &&
-      l.name.find(l.first_object->prefix) == 0) {
-    const ObjectName& n = *l.first_object;
-    if (n.prefix == "endpoint-") return del + "endpoint " + dir + " " + n.endpoint;
-    return del + object_word(n.prefix) + (n.endpoint.empty() ? "" : " for " + n.endpoint) + " " + dir;
-  }
-  if (!l.name.empty()) return del + std::string(l.kind) + " " + printable_capped(l.name, 120) + " " + dir;
+  if (!l.name.empty()) return deletion(l) + std::string(l.kind) + " " + printable_capped(l.name, 120) + " " + dir;
   return std::string(l.kind) + " line " + dir + ": " + printable_capped(l.text, 120);
+}
+
+// "endpoint removed 10.1.0.5:8080", "external chain added", "endpoint 10.1.0.5:8080 changed" (lines
+// of it both gone and new: its name or declaration differs).
+std::string object_item(const std::string& desc, int sides) {
+  const char* dir = sides == 3 ? "changed" : sides == 2 ? "added" : "removed";
+  if (sides != 3 && desc.starts_with("endpoint ")) return "endpoint " + std::string(dir) + desc.substr(8);
+  return desc + " " + dir;
 }
 
 struct Acc {
   NftServiceChange change;
   std::set<std::string> seen_items;
+  std::vector<std::string> objects;     ///< service_object()s in order of appearance
+  std::map<std::string, int> object_sides;  ///< 1 removed, 2 added, 3 both
   std::map<std::string, std::pair<std::string_view, std::string_view>> elements;  ///< "set key" -> verdicts (-, +)
   std::set<std::string> endpoints[2], chains[2];
   size_t elements_n[2] = {0, 0};
@@ -211,6 +226,12 @@ std::vector<NftServiceChange> nft_object_changes(std::string_view before_text, s
         if (l.first_object && l.first_object->prefix == "endpoint-" && l.kind == "chain")
           a.endpoints[side].insert(l.first_object->endpoint);
         if (l.kind == "element") continue;  // itemised below, as added, removed or changed
+        if (auto obj = service_object(l)) {
+          int& sides = a.object_sides[*obj];
+          if (!sides) a.objects.push_back(*obj);
+          sides |= added ? 2 : 1;
+          continue;
+        }
         add_item(a, item(l, added));
       }
     }
@@ -229,6 +250,10 @@ std::vector<NftServiceChange> nft_object_changes(std::string_view before_text, s
                  n(a.elements_n[side], "map/set element", "map/set elements") + ", " +
                  n(c.added ? c.rules_added : c.rules_removed, "rule", "rules") + ")"};
     } else {
+      std::vector<std::string> others = std::move(c.items);
+      c.items.clear();
+      for (const auto& obj : a.objects) add_item(a, object_item(obj, a.object_sides[obj]));
+      for (auto& o : others) c.items.push_back(std::move(o));
       for (const auto& [key, v] : a.elements) {
         std::string k = printable_capped(key, 160);
         if (v.first.empty()) add_item(a, k.insert(k.find(' '), " element") + " added");

@@ -92,5 +92,14 @@ TEST(NftObjects, IPv6EndpointsAndVerdictChanges) {
             "service-BBBBBBBB-ns/a/tcp/p -> goto external-BBBBBBBB-ns/a/tcp/p");
 }
 
+TEST(NftObjects, AnObjectWhoseLinesAreBothGoneAndNewIsChanged) {
+  // The endpoint's chain is renamed (another protocol in the name, same Service port).
+  std::string before = "add chain ip kube-proxy endpoint-AAAAAAAA-ns/a/tcp/p__10.1.0.5/80\n";
+  std::string after = "add chain ip kube-proxy endpoint-CCCCCCCC-ns/a/udp/p__10.1.0.5/80\n";
+  auto c = applier::nft_object_changes(before, after);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(applier::nft_change_words(c[0]), "endpoint 10.1.0.5:80 changed");
+}
+
 }  // namespace
 }  // namespace kpc

@@ -34,12 +34,14 @@ struct FileResult {
   bool by_object = false;       ///< the Service rows are by nft object, not by behaviour
   std::string summary_note;     ///< said instead of (or above) the rows
   std::vector<ServiceRow> services;
+  size_t more_services = 0;     ///< rows left out (ExplainOptions::max_services)
   bool internal_error = false;  ///< the behavioural comparison's self-check failed (a kpc bug)
 };
 
 struct ExplainOptions {
   size_t context = 3;
   size_t max_diff_lines = 40;
+  size_t max_services = 25;  ///< Service rows shown per file; the rest is counted
 };
 /// Fills byte_diff, services and summary_note of a file whose expected text differs.
 void explain(FileResult& f, std::string_view expected, const ExplainOptions& o);

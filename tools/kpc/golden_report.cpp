@@ -128,6 +128,10 @@ void explain(FileResult& f, std::string_view expected, const ExplainOptions& o) 
   f.byte_diff = unified_diff(expected, f.compiled, f.path + " (expected)", "compiled", u);
   if (f.target.kind == BackendKind::IPTables) explain_iptables(f, expected);
   else explain_nft(f, expected);
+  if (f.services.size() > o.max_services) {
+    f.more_services = f.services.size() - o.max_services;
+    f.services.resize(o.max_services);
+  }
 }
 
 std::string report_text(const std::vector<FileResult>& files, const std::string& title) {
@@ -142,6 +146,7 @@ std::string report_text(const std::vector<FileResult>& files, const std::string&
     out += "\n  " + std::string(summary_heading(f)) + "\n";
     if (!f.summary_note.empty()) out += "    " + f.summary_note + "\n";
     for (const auto& s : f.services) out += "    " + s.service + ": " + s.words + "\n";
+    if (f.more_services) out += "    ... and " + std::to_string(f.more_services) + " more Services\n";
     out += "  bytes:\n" + indent(f.byte_diff, "    ");
   }
   for (const auto& f : files)
@@ -165,6 +170,8 @@ std::string report_markdown(const std::vector<FileResult>& files, const std::str
       if (f.services.empty()) out += "| " + file + " | " + status + " | | " + cell(f.summary_note) + " |\n";
       for (const auto& s : f.services)
         out += "| " + file + " | " + status + " | " + cell(s.service) + " | " + cell(s.words) + " |\n";
+      if (f.more_services)
+        out += "| " + file + " | " + status + " | … | and " + std::to_string(f.more_services) + " more Services |\n";
     }
     if (std::any_of(files.begin(), files.end(), [](const auto& f) { return f.by_object; }))
       out += "\nRows marked *by object* come from the nft objects' names and comments, not from packet behaviour "
