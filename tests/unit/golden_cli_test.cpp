@@ -190,6 +190,23 @@ TEST(GoldenCli, ABadSnapshotIsTwoAndWritesNothing) {
   EXPECT_FALSE(fs::exists(expect));
 }
 
+TEST(GoldenCli, WithoutBackendTheConfiguredModeDecides) {
+  std::string dir = temp_dir("golden");
+  std::string cluster = example_copy(dir), expect = dir + "/golden";
+  std::string cfg = read_file(cluster + "/kube-proxy.yaml");
+  write_file(cluster + "/kube-proxy.yaml", replace(cfg, "mode: iptables", "mode: nftables"));
+  auto u = golden({cluster, "--expect", expect, "--update"});
+  EXPECT_EQ(u.exit_code, 0) << u.err;
+  EXPECT_TRUE(has(u.out, "new " + expect + "/node-a/nftables-ipv4.nft")) << u.out;
+  EXPECT_TRUE(has(u.out, "new " + expect + "/node-a/nftables-ipv6.nft")) << u.out;
+  EXPECT_TRUE(has(u.out, "2 files: 2 new")) << u.out;
+  write_file(cluster + "/kube-proxy.yaml", replace(cfg, "mode: iptables", "mode: ipvs"));
+  auto ipvs = golden({cluster, "--expect", dir + "/other", "--update"});
+  EXPECT_EQ(ipvs.exit_code, 2);
+  EXPECT_TRUE(has(ipvs.err, "kube-proxy.yaml:4:7: error[E0702]")) << ipvs.err;
+  EXPECT_FALSE(fs::exists(dir + "/other"));
+}
+
 TEST(GoldenCli, HelpHasExamplesAndExitCodes) {
   auto h = golden({"--help"});
   EXPECT_EQ(h.exit_code, 0);

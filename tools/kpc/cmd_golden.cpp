@@ -68,7 +68,9 @@ bool node_files(const GoldenOptions& o, const std::string& node, Snapshot& snap,
   size_t before = out->size();
   DiagSink unavailable;  // a family the node has no address of: kube-proxy runs no such proxier there
   bool ok = true;
-  for (Target t : wanted_targets(o, snap, diags)) {
+  auto targets = wanted_targets(o, snap, diags);
+  if (targets.empty()) return false;  // the node's mode has no back end (reported)
+  for (Target t : targets) {
     DiagSink ctx;
     bool available = target_available(snap, t, ctx);
     for (const auto& d : ctx.all())
@@ -95,8 +97,6 @@ bool node_files(const GoldenOptions& o, const std::string& node, Snapshot& snap,
   if (out->size() == before && ok) {
     if (o.families.empty() || !many_nodes) {
       for (const auto& d : unavailable.all()) diags.report(d);
-      if (unavailable.all().empty())
-        diags.report(DiagCode::FamilyUnavailable, snap.config.pos, "", "", "node " + node + ": nothing to compile");
       return false;
     }
     std::fprintf(stderr, "note: Node %s has none of the families asked for: no files for it\n", node.c_str());
