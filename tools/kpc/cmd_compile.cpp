@@ -288,6 +288,18 @@ int run(const CompileOptions& o) {
 
 }  // namespace
 
+std::optional<std::string> compile_program(const Snapshot& snap, Target target, const std::string& kube_proxy_version,
+                                           DiagSink& diags) {
+  CompileOptions o;
+  o.kube_proxy_version = kube_proxy_version;
+  Snapshot no_prior;
+  auto r = compile_one(o, snap, no_prior, target, diags);
+  if (!r) return std::nullopt;
+  return r.text();
+}
+
+bool target_available(const Snapshot& snap, Target target, DiagSink& diags) { return context_for(snap, target, diags); }
+
 void add_compile(CLI::App& app, int& exit_code) {
   auto opts = std::make_shared<CompileOptions>();
   CLI::App* cmd = app.add_subcommand(

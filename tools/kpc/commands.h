@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "compiler/driver/backend.h"
 #include "compiler/driver/compile.h"
 #include "compiler/iptables/lower.h"
 #include "compiler/model/objects.h"
@@ -49,6 +50,16 @@ bool choose_local_addresses(const std::vector<std::string>& given, std::vector<I
                             const char* command, std::vector<IPAddr>* out);
 void add_diff(CLI::App& app, int& exit_code);
 void add_drift(CLI::App& app, int& exit_code);
+void add_golden(CLI::App& app, int& exit_code);
+
+/// One full sync of snap (its node chosen) for target, as `kpc compile` without --prior
+/// writes it (cmd_compile.cpp); kube_proxy_version picks the nftables layout. nullopt with
+/// the diagnostics reported.
+std::optional<std::string> compile_program(const Snapshot& snap, Target target, const std::string& kube_proxy_version,
+                                           DiagSink& diags);
+/// Whether snap's node runs target's proxier: false with E0701 (no address of the family) or
+/// the back end's configuration errors reported.
+bool target_available(const Snapshot& snap, Target target, DiagSink& diags);
 
 
 /// Without --backend the snapshot's KubeProxyConfiguration.mode decides, as on a node

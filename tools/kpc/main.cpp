@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   kpc::cli::add_verify(app, exit_code);
   kpc::cli::add_diff(app, exit_code);
   kpc::cli::add_drift(app, exit_code);
+  kpc::cli::add_golden(app, exit_code);
   kpc::cli::add_simulate(app, exit_code);
   kpc::cli::add_trace(app, exit_code);
   try {

@@ -90,16 +90,19 @@ namespace {
 // "shop/web:http (12 classes): endpoint added 10.244.1.9:8080; shares 50.0% 50.0% -> 33.3% 33.3% 33.3%"
 // — what changed for a Service, in words, from the outcomes of its first decided class (undecided ones
 // are only counted).
-std::string summary_line(const std::string& svc, const std::vector<const Difference*>& diffs, const ReportOptions& o) {
-  size_t undecided = 0;
+ServiceChange change_of(const std::string& svc, const std::vector<const Difference*>& diffs, const ReportOptions& o) {
+  ServiceChange c;
+  c.service = svc;
   const Difference* first = nullptr;
   for (const auto* d : diffs) {
-    undecided += d->undecided;
+    c.undecided += d->undecided;
     if (!first && !d->undecided) first = d;
   }
-  std::string line = "  " + svc + " (" + std::to_string(diffs.size() - undecided) + " classes" +
-                     (undecided ? ", " + std::to_string(undecided) + " undecided" : "") + ")";
-  if (!first) return line + ": cannot be decided (see below)\n";
+  c.classes = diffs.size() - c.undecided;
+  if (!first) {
+    c.words = "cannot be decided (see below)";
+    return c;
+  }
   auto dnats = [](const std::vector<OutcomeShare>& v) {
     std::vector<std::string> out;
     for (const auto& x : v)
@@ -142,12 +145,23 @@ std::string summary_line(const std::string& svc, const std::vector<const Differe
   std::string ab = first->before.empty() ? "" : first->before[0].affinity, aa = first->after.empty() ? "" : first->after[0].affinity;
   if (ab != aa) parts.push_back("affinity changed");
   if (parts.empty()) parts.push_back("outcomes differ (" + std::string(o.before_name) + " vs " + o.after_name + " below)");
-  line += ":";
-  for (size_t i = 0; i < parts.size(); ++i) line += (i ? "; " : " ") + parts[i];
-  return line + "\n";
+  for (size_t i = 0; i < parts.size(); ++i) c.words += (i ? "; " : "") + parts[i];
+  return c;
+}
+
+std::string summary_line(const std::string& svc, const std::vector<const Difference*>& diffs, const ReportOptions& o) {
+  ServiceChange c = change_of(svc, diffs, o);
+  return "  " + svc + " (" + std::to_string(c.classes) + " classes" +
+         (c.undecided ? ", " + std::to_string(c.undecided) + " undecided" : "") + "): " + c.words + "\n";
 }
 
 }  // namespace
+
+std::vector<ServiceChange> service_changes(const CompareResult& r, const ReportOptions& o) {
+  std::vector<ServiceChange> out;
+  for (const auto& [svc, diffs] : by_service(r)) out.push_back(change_of(svc, diffs, o));
+  return out;
+}
 
 std::string service_summary(const CompareResult& r, const ReportOptions& o) {
   std::string out = "by Service, for the first class of each:\n";

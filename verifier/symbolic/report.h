@@ -23,6 +23,13 @@ std::string diff_text(const CompareResult& r, const ReportOptions& o = {});
 /// What changed for each Service, in words (endpoints added/removed, shares before -> after, verdict,
 /// masquerading, affinity), from its first decided class; the start of diff_text.
 std::string service_summary(const CompareResult& r, const ReportOptions& o = {});
+/// The same, one entry per Service in service_summary's order (`kpc golden`'s tables).
+struct ServiceChange {
+  std::string service;  ///< "ns/name:port", or "(no service)"
+  size_t classes = 0, undecided = 0;
+  std::string words;  ///< "endpoint removed 10.244.2.6:8080; shares 50.0% 50.0% -> 100.0%"
+};
+std::vector<ServiceChange> service_changes(const CompareResult& r, const ReportOptions& o = {});
 std::string diff_json(const CompareResult& r, const ReportOptions& o = {});
 nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOptions& o = {});
 /// A PR-comment-sized Markdown report: a table by service (classes, an example packet, its
