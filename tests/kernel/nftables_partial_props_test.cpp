@@ -3,7 +3,7 @@
 //  - loads every full transaction kpc writes (IPv4 and IPv6), and
 //  - given full(OLD), then partial(OLD -> NEW), then the stale-chain deletion kube-proxy runs
 //    at its next sync (more than a second later), lists exactly what full(NEW) alone lists.
-// Size: 60 cases by default (~200 steps, each for both families); RC_PARAMS="max_success=3000"
+// Size: 100 cases by default (~350 steps, each for both families); RC_PARAMS="max_success=3000"
 // runs thousands.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
@@ -165,7 +165,7 @@ RC_GTEST_PROP(NftKernelPartial, PriorPlusPartialEqualsFull, ()) {
   GeneratedCluster c = make_compilable(*testgen::gen_cluster(go));
   auto prior = load_compilable(c);
   RC_PRE(prior.has_value());
-  const int steps = *rc::gen::inRange(1, 6);
+  const int steps = *rc::gen::inRange(1, 8);
   for (int i = 0; i < steps; ++i) {
     GeneratedCluster next_c = c;
     mutate_cluster(next_c, i + 1);
