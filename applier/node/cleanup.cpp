@@ -10,8 +10,9 @@ namespace kpc::applier {
 
 bool is_kube_proxy_chain(std::string_view c) {
   if (!c.starts_with("KUBE-")) return false;
-  static const std::set<std::string_view> kKubelet = {"KUBE-FIREWALL", "KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT",
-                                                       "KUBE-MARK-DROP"};
+  // kubelet's (v1.27+: it creates only these two); KUBE-FIREWALL is kube-proxy's since kubelet
+  // stopped creating it, and kube-proxy's full program declares it.
+  static const std::set<std::string_view> kKubelet = {"KUBE-KUBELET-CANARY", "KUBE-IPTABLES-HINT"};
   return !kKubelet.count(c);
 }
 

@@ -1,8 +1,7 @@
 // `kpc-applier --cleanup` (KEP-2448: the only clean-up there is; never at start): removes what
 // kube-proxy's iptables and nftables modes create, and nothing else.
 //  iptables (both families, legacy and nft flavours, every table): kube-proxy's chains -- every
-//    KUBE-* chain except kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT,
-//    KUBE-MARK-DROP) -- flushed and deleted, and the rules in the built-in chains that jump to
+//    KUBE-* chain except kubelet's (KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT) -- flushed and deleted, and the rules in the built-in chains that jump to
 //    them. A kube-proxy chain that a foreign (non-KUBE) user chain still jumps to is kept (with
 //    what it jumps to) and reported: deleting it would need touching the foreign rule.
 //  nftables: tables `ip kube-proxy`, `ip6 kube-proxy`, `inet kube-proxy-fastpath`.

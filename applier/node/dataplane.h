@@ -44,6 +44,9 @@ class Dataplane {
   /// chains must exist (the full program declares them). *inserted counts the -I.
   virtual DataplaneResult ensure_jumps(IPFamily family, const ChainSet& targets,
                                        size_t* inserted) = 0;
+  /// kube-proxy's nfacct counters (`-m nfacct --nfacct-name NAME` needs the object), created
+  /// when missing, as kube-proxy does at start-up. The models need none.
+  virtual DataplaneResult ensure_nfacct(const std::vector<std::string>& names) { return {}; }
 };
 
 /// kpc's models as the kernel (unit tests; a dry run). Holds one iptables state and one nft

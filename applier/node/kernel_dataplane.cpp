@@ -127,4 +127,13 @@ DataplaneResult KernelDataplane::ensure_jumps(IPFamily family, const ChainSet& t
   return {};
 }
 
+DataplaneResult KernelDataplane::ensure_nfacct(const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    if (run_process({"nfacct", "get", n}).exit_code == 0) continue;
+    auto r = run_process({"nfacct", "add", n});
+    if (r.exit_code != 0) return DataplaneResult::failure("nfacct add " + n + ": " + (r.err.empty() ? "failed" : r.err));
+  }
+  return {};
+}
+
 }  // namespace kpc::applier

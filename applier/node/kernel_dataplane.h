@@ -42,6 +42,8 @@ class KernelDataplane final : public Dataplane {
   DataplaneResult read(BackendKind kind, IPFamily family, std::string* out) override;
   DataplaneResult apply(BackendKind kind, IPFamily family, const std::string& program) override;
   DataplaneResult ensure_jumps(IPFamily family, const ChainSet& targets, size_t* inserted) override;
+  /// `nfacct get NAME` || `nfacct add NAME`.
+  DataplaneResult ensure_nfacct(const std::vector<std::string>& names) override;
 
  private:
   KernelTools t_;

@@ -221,6 +221,11 @@ struct SyncLoop::State {
     so.now_ms = now;
     std::string read_error;
     std::optional<nftables::KernelListing> listing;
+    if (full && opts.mode == BackendKind::IPTables && store.environment().nfacct_counters) {
+      // kube-proxy creates its nfacct counters at start-up; the programs match on them.
+      auto nr = dp.ensure_nfacct({"ct_state_invalid_dropped_pkts", "localhost_nps_accepted_pkts"});
+      if (!nr.ok && log) log(json{{"msg", "nfacct counters"}, {"error", nr.error}}.dump());
+    }
     if (full) {
       // kube-proxy reads the kernel at a full sync: the nat chains (stale-chain deletion) or
       // the nft table (readOrReset). Unreadable: compile as if the node were fresh.

@@ -22,6 +22,7 @@
 #include "tests/support/cluster_env.h"
 #include "tests/support/netns.h"
 #include "tests/support/snapshot_gen.h"
+#include "verifier/trace/tracer.h"
 
 namespace kpc::test {
 namespace {
@@ -122,6 +123,7 @@ void change(testgen::GeneratedCluster& g, int step) {
 std::string expected_iptables(const Snapshot& snap, bool v6) {
   Netns b;
   add_foreign(b);
+  EXPECT_TRUE(b.add_kube_proxy_nfacct());
   DiagSink d;
   auto full = compile_iptables(snap, v6 ? Backend::IP6Tables : Backend::IPTables, {}, d);
   EXPECT_TRUE(full.has_value());
@@ -131,7 +133,7 @@ std::string expected_iptables(const Snapshot& snap, bool v6) {
   for (const auto& [t, chains] : applier::program_chains(full->text).declared)
     for (const auto& j : verifier::trace::kube_proxy_jumps()) {
       if (j.table != t || std::find(chains.begin(), chains.end(), j.to) == chains.end()) continue;
-      std::vector<std::string> argv{v6 ? "ip6tables-legacy" : "iptables-legacy", "-w", "-t", ir::table_name(t), "-I", j.from};
+      std::vector<std::string> argv{v6 ? "ip6tables-legacy" : "iptables-legacy", "-w", "-t", ir::table_name(t), "-I", std::string(j.from)};
       for (auto& a : applier::split_rule_args(j.rule_text())) argv.push_back(a);
       EXPECT_EQ(b.exec(argv).exit_code, 0);
     }

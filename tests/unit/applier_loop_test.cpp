@@ -294,7 +294,8 @@ TEST(ApplierCleanup, PlanRemovesOnlyKubeProxysChainsAndJumps) {
   auto plan = plan_iptables_cleanup(save);
   EXPECT_EQ(plan.program,
             "*nat\n-D PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\n"
-            ":KUBE-SERVICES - [0:0]\n:KUBE-SVC-ABC - [0:0]\n-X KUBE-SERVICES\n-X KUBE-SVC-ABC\nCOMMIT\n");
+            ":KUBE-SERVICES - [0:0]\n:KUBE-SVC-ABC - [0:0]\n:KUBE-MARK-DROP - [0:0]\n-X KUBE-SERVICES\n-X KUBE-SVC-ABC\n"
+            "-X KUBE-MARK-DROP\nCOMMIT\n*filter\n-D INPUT -j KUBE-FIREWALL\n:KUBE-FIREWALL - [0:0]\n-X KUBE-FIREWALL\nCOMMIT\n");
   ASSERT_EQ(plan.kept.size(), 1u);
   EXPECT_NE(plan.kept[0].find("KUBE-FORWARD"), std::string::npos);
   EXPECT_TRUE(plan_iptables_cleanup("*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n").program.empty());
