@@ -109,6 +109,16 @@ printf '\nKEP-4963 fast path: Services with trafficHint: LongLived (shop/web her
 step "$KPC" compile "$EXAMPLE" --backend fastpath -o "$OUT/fastpath.nft"
 cat "$OUT/fastpath.nft"
 
+printf '\nkpc-applier (issue 15): one sync of the example onto a throw-away network namespace when we are root\n'
+printf '(iptables legacy; every partial sync of a running applier is proven first: docs/applier.md):\n'
+if [ "$(id -u)" = 0 ] && ip netns add kpc-demo-applier 2>/dev/null; then
+  ip netns exec kpc-demo-applier "${KPC%/kpc}/kpc-applier" --watch "$EXAMPLE" --once --iptables legacy \
+    --family ipv4 --state-dir "$OUT/applier-state" && echo "applied: exit code 0"
+  ip netns exec kpc-demo-applier iptables-legacy-save -t nat | grep -c '^-A KUBE-' | sed 's/^/kube-proxy nat rules in the kernel: /'
+  ip netns exec kpc-demo-applier "${KPC%/kpc}/kpc-applier" --cleanup | tail -n 3
+  ip netns del kpc-demo-applier
+fi
+
 printf '\nA bad input is refused with a located error and exit code 2:\n'
 printf 'apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\nspec:\n  clusterIP: 10.0.0.1\n  ports:\n  - {name: a, port: 80}\n  - {name: b, port: 70000}\n' > "$OUT/bad.yaml"
 set +e

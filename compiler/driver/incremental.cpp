@@ -320,7 +320,9 @@ std::optional<NftCompileResult> IncrementalCompiler::State::sync_nft(const Incre
     for (const auto& [k, e] : services) ports.insert(ports.end(), e.ports.begin(), e.ports.end());
   }
   NftCompileResult r;
-  r.sync = nftables::sync_nftables(ports, *p.next_node, so, nft);
+  const nftables::KernelListing* listing = full ? opts.nft_listing : nullptr;
+  if (listing) nft.table_exists = true;
+  r.sync = nftables::sync_nftables(ports, *p.next_node, so, nft, listing);
   r.text = nftables::print_transaction(r.sync.tx);
   r.cleanup_text = nftables::print_transaction(r.sync.cleanup);
   r.partial = !full;

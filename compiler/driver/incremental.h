@@ -47,6 +47,10 @@ struct IncrementalSyncOptions {
   /// deletes those flushed more than a second before). Unset: 1001 ms after the last sync, as
   /// a kube-proxy syncing at its default minSyncPeriod (1 s) would.
   std::optional<int64_t> now_ms;
+  /// nftables, full syncs only: what the kernel's `kube-proxy` table holds (kube-proxy's
+  /// readOrReset and chain listing), e.g. when an applier restarts on a node whose table
+  /// exists. Unset: as this compiler's earlier syncs left it (none before the first).
+  const nftables::KernelListing* nft_listing = nullptr;
 };
 
 class IncrementalCompiler {

@@ -1,0 +1,56 @@
+// The real dataplane: the node's own tools, run as kube-proxy runs them.
+//  iptables: `iptables-restore --noflush -w` (stdin), `iptables-save`, `iptables -w -C/-I`
+//            for the jump rules; legacy or nft flavour (--iptables=legacy|nft|auto).
+//  nftables: `nft -f -`, `nft list table ip|ip6 kube-proxy`.
+// Programs only ever name kube-proxy's chains and tables, so foreign rules are untouched.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "applier/node/dataplane.h"
+
+namespace kpc::applier {
+
+enum class IptablesFlavorChoice { Legacy, Nft, Auto };
+std::optional<IptablesFlavorChoice> parse_flavor_choice(std::string_view s);
+
+/// iptables-wrapper's decision, as kpc-applier takes it: the flavour whose tables hold more
+/// kube-proxy/kubelet chains (KUBE-*, both families); nft when there are none, or a tie.
+/// Counts come from the `-save` tools; a missing tool counts 0.
+verifier::Flavor detect_flavor(size_t* legacy_chains = nullptr, size_t* nft_chains = nullptr);
+/// Counts `:KUBE-` chain lines in save output.
+size_t count_kube_chains(const std::string& save_text);
+
+struct KernelTools {
+  verifier::Flavor flavor = verifier::Flavor::Nft;
+  /// Overrides of the restore binaries (tests: a wrapper that fails on demand); "" = the
+  /// flavour's own (iptables-legacy-restore, ip6tables-nft-restore, ...).
+  std::string iptables_restore, ip6tables_restore;
+  std::string nft = "nft";
+  /// xtables lock wait: `-w` (kube-proxy waits, 5 s by default with -W).
+  bool wait = true;
+};
+
+/// The binary of a flavour and family: tool is "restore", "save" or "" (iptables itself).
+std::string iptables_binary(verifier::Flavor flavor, IPFamily family, const std::string& tool);
+
+class KernelDataplane final : public Dataplane {
+ public:
+  explicit KernelDataplane(KernelTools tools) : t_(std::move(tools)) {}
+  verifier::Flavor flavor() const override { return t_.flavor; }
+  DataplaneResult read(BackendKind kind, IPFamily family, std::string* out) override;
+  DataplaneResult apply(BackendKind kind, IPFamily family, const std::string& program) override;
+  DataplaneResult ensure_jumps(IPFamily family, const ChainSet& targets, size_t* inserted) override;
+  /// `nfacct get NAME` || `nfacct add NAME`.
+  DataplaneResult ensure_nfacct(const std::vector<std::string>& names) override;
+
+ private:
+  KernelTools t_;
+};
+
+/// Splits a rule's arguments as a shell would for iptables (double quotes group; no
+/// expansion): `-m comment --comment "a b" -j X` -> {-m, comment, --comment, a b, -j, X}.
+std::vector<std::string> split_rule_args(std::string_view rule);
+
+}  // namespace kpc::applier

@@ -1,0 +1,20 @@
+// Running the node's tools (iptables-restore, nft, ...): argv (no shell), stdin text, both
+// outputs captured. The applier's only way of touching the kernel.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kpc::applier {
+
+struct ProcessResult {
+  int exit_code = -1;  ///< -1: could not start, or killed by a signal
+  std::string out, err;
+};
+
+ProcessResult run_process(const std::vector<std::string>& argv, const std::string& stdin_text = "");
+
+/// Whether a program is found on PATH (or is an executable path).
+bool program_exists(const std::string& name);
+
+}  // namespace kpc::applier

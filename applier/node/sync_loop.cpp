@@ -1,0 +1,561 @@
+#include "applier/node/sync_loop.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "applier/core/repair.h"
+#include "applier/node/nft_equiv.h"
+#include "applier/node/state_dir.h"
+#include "compiler/driver/compile.h"
+#include "compiler/driver/compile_nftables.h"
+#include "compiler/driver/incremental.h"
+#include "verifier/equiv/verify.h"
+#include "verifier/nft/nft.h"
+
+namespace kpc::applier {
+
+namespace vn = verifier::nft;
+using json = nlohmann::json;
+
+std::optional<VerifyMode> parse_verify_mode(std::string_view s) {
+  if (s == "always") return VerifyMode::Always;
+  if (s == "sampled") return VerifyMode::Sampled;
+  if (s == "off") return VerifyMode::Off;
+  return std::nullopt;
+}
+const char* verify_mode_name(VerifyMode m) {
+  return m == VerifyMode::Always ? "always" : m == VerifyMode::Sampled ? "sampled" : "off";
+}
+
+std::optional<LoopOptions> loop_options_for(const ProxyConfig& c, std::string* error) {
+  LoopOptions o;
+  auto ms = [](Duration d) { return d.ns / 1'000'000; };
+  switch (c.mode) {
+    case ProxyMode::IPTables:
+      o.mode = BackendKind::IPTables;
+      o.min_sync_period_ms = ms(c.iptables.min_sync_period);
+      o.sync_period_ms = ms(c.iptables.sync_period);
+      break;
+    case ProxyMode::NFTables:
+      o.mode = BackendKind::NFTables;
+      o.min_sync_period_ms = ms(c.nftables.min_sync_period);
+      o.sync_period_ms = ms(c.nftables.sync_period);
+      break;
+    case ProxyMode::IPVS:
+      *error = "KubeProxyConfiguration.mode is \"ipvs\": kpc-applier applies the iptables and nftables modes only "
+               "(kpc has no IPVS back end yet, issue 17); use mode iptables or nftables";
+      return std::nullopt;
+  }
+  if (o.sync_period_ms <= 0) o.sync_period_ms = 30'000;
+  if (o.min_sync_period_ms < 0) o.min_sync_period_ms = 0;
+  return o;
+}
+
+static const char* fam(IPFamily f) { return f == IPFamily::V4 ? "ipv4" : "ipv6"; }
+static vn::Family nft_family(IPFamily f) { return f == IPFamily::V4 ? vn::Family::Ip : vn::Family::Ip6; }
+
+// Only the tables kube-proxy writes (filter, nat) of an iptables-save dump: other tables'
+// foreign rules are not the proof's business (and may use matches kpc does not read).
+static std::string kube_tables(const std::string& save) {
+  std::string out;
+  bool keep = false;
+  for (size_t pos = 0; pos < save.size();) {
+    size_t nl = save.find('\n', pos);
+    if (nl == std::string::npos) nl = save.size();
+    std::string_view l(save.data() + pos, nl - pos);
+    if (!l.empty() && l[0] == '*') keep = l == "*filter" || l == "*nat";
+    if (keep && !l.empty() && l[0] != '#') out.append(l).push_back('\n');
+    pos = nl + 1;
+  }
+  return out;
+}
+
+struct FamilyState {
+  IPFamily family;
+  std::unique_ptr<IncrementalCompiler> ic;
+  bool synced = false, needs_full = true;
+  int64_t last_full_ms = 0;
+  // The kernel as the applier holds it (read at every full sync, then advanced by the model).
+  std::optional<verifier::RulesetState> held;
+  std::optional<vn::NftState> held_nft;
+  ChainSet jump_targets;  ///< chains the last full iptables program declared
+  uint64_t partials = 0;
+};
+
+struct SyncLoop::State {
+  LoopOptions opts;
+  Clock& clock;
+  Dataplane& dp;
+  LogFn log;
+  ObjectStore store;
+  std::vector<FamilyState> families;
+  Counters counters;
+  bool dirty = true;  ///< events since the last sync attempt
+  bool ever = false;
+  int64_t last_run_ms = 0;
+  std::optional<ProxyConfig> config_override;
+  std::optional<NodeEnvironment> env_override;
+  uint64_t report_seq = 0;
+
+  State(LoopOptions o, Clock& c, Dataplane& d, LogFn l) : opts(std::move(o)), clock(c), dp(d), log(std::move(l)) {
+    for (IPFamily f : opts.families) {
+      FamilyState fs;
+      fs.family = f;
+      fs.ic = std::make_unique<IncrementalCompiler>(Target{opts.mode, f});
+      families.push_back(std::move(fs));
+    }
+  }
+
+  template <class F>
+  void each(F f) {
+    for (auto& fs : families) f(*fs.ic);
+    dirty = true;
+  }
+
+  void state_write(const std::string& name, const std::string& text) {
+    if (opts.state_dir.empty()) return;
+    std::string err;
+    if (!make_dirs(opts.state_dir) || !write_file_atomic(opts.state_dir + "/" + name, text, &err)) {
+      ++counters.state_dir_errors;
+      if (log) log(json{{"msg", "state-dir write failed"}, {"file", name}, {"error", err}}.dump());
+    }
+  }
+
+  std::string program_name(const char* what, IPFamily f) const {
+    return std::string(what) + "-" + backend_kind_name(opts.mode) + "-" + fam(f) +
+           (opts.mode == BackendKind::IPTables ? ".restore" : ".nft");
+  }
+
+  void keep_verify_failure(IPFamily f, const std::string& prior, const std::string& partial, const std::string& full,
+                           const std::string& report) {
+    if (opts.state_dir.empty()) return;
+    std::string base = opts.state_dir + "/verify-failures";
+    char seq[32];
+    std::snprintf(seq, sizeof seq, "%06llu", static_cast<unsigned long long>(++report_seq));
+    std::string dir = base + "/" + std::to_string(clock.now_ms()) + "-" + seq + "-" + backend_kind_name(opts.mode) + "-" + fam(f);
+    if (!make_dirs(dir)) {
+      ++counters.state_dir_errors;
+      return;
+    }
+    std::string ext = opts.mode == BackendKind::IPTables ? ".restore" : ".nft";
+    std::string err;
+    bool ok = write_file_atomic(dir + "/prior" + (opts.mode == BackendKind::IPTables ? ".save" : ".nft"), prior, &err) &&
+              write_file_atomic(dir + "/partial" + ext, partial, &err) &&
+              write_file_atomic(dir + "/full" + ext, full, &err) && write_file_atomic(dir + "/report.txt", report, &err);
+    if (!ok) ++counters.state_dir_errors;
+    // Keep the newest N.
+    std::vector<std::string> names;
+    if (DIR* d = opendir(base.c_str())) {
+      while (dirent* e = readdir(d))
+        if (e->d_name[0] != '.') names.push_back(e->d_name);
+      closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    for (size_t i = 0; i + opts.keep_verify_failures < names.size(); ++i) {
+      std::string victim = base + "/" + names[i];
+      if (DIR* d = opendir(victim.c_str())) {
+        while (dirent* e = readdir(d))
+          if (e->d_name[0] != '.') ::unlink((victim + "/" + e->d_name).c_str());
+        closedir(d);
+      }
+      ::rmdir(victim.c_str());
+    }
+  }
+
+  bool verify_now(FamilyState& fs) {
+    if (opts.verify == VerifyMode::Always) return true;
+    if (opts.verify == VerifyMode::Off) return false;
+    return fs.partials % std::max(1u, opts.sample_every) == 1 % std::max(1u, opts.sample_every);
+  }
+
+  // Reads the kernel into the held state. False (held cleared) when it cannot be read.
+  bool read_held(FamilyState& fs, std::string* error) {
+    std::string text;
+    auto r = dp.read(opts.mode, fs.family, &text);
+    if (!r.ok) {
+      fs.held.reset(), fs.held_nft.reset();
+      *error = "reading the kernel: " + r.error;
+      return false;
+    }
+    if (opts.mode == BackendKind::IPTables) {
+      verifier::RulesetState st = verifier::RulesetState::empty(fs.family);
+      std::string err;
+      if (!verifier::load_save(kube_tables(text), fs.family, dp.flavor(), st, &err)) {
+        fs.held.reset();
+        *error = "the kernel's rules cannot be read by kpc's model: " + err;
+        return false;
+      }
+      fs.held = std::move(st);
+    } else {
+      vn::NftState st;
+      if (!text.empty()) {
+        vn::NftError err;
+        if (!vn::parse_listing(text, "nft-list", &st, &err)) {
+          fs.held_nft.reset();
+          *error = "the kernel's kube-proxy table cannot be read by kpc's model: " + err.to_string();
+          return false;
+        }
+      }
+      fs.held_nft = std::move(st);
+    }
+    return true;
+  }
+
+  double ms_since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  FamilyReport sync_family(FamilyState& fs, int64_t now) {
+    FamilyReport rep;
+    rep.family = fs.family;
+    bool full = !fs.synced || fs.needs_full || now - fs.last_full_ms >= opts.full_sync_period_ms;
+    std::string full_reason = !fs.synced ? "first sync" : fs.needs_full ? "the last sync failed" : "hourly full sync";
+    IncrementalSyncOptions so;
+    so.force_full = full;
+    so.now_ms = now;
+    std::string read_error;
+    std::optional<nftables::KernelListing> listing;
+    if (full && opts.mode == BackendKind::IPTables && store.environment().nfacct_counters) {
+      // kube-proxy creates its nfacct counters at start-up; the programs match on them.
+      auto nr = dp.ensure_nfacct({"ct_state_invalid_dropped_pkts", "localhost_nps_accepted_pkts"});
+      if (!nr.ok && log) log(json{{"msg", "nfacct counters"}, {"error", nr.error}}.dump());
+    }
+    if (full) {
+      // kube-proxy reads the kernel at a full sync: the nat chains (stale-chain deletion) or
+      // the nft table (readOrReset). Unreadable: compile as if the node were fresh.
+      if (read_held(fs, &read_error)) {
+        if (fs.held) {
+          std::vector<std::string> chains;
+          const auto& nat = fs.held->table(ir::TableId::Nat);
+          for (const auto& c : nat.chains)
+            if (!c.builtin) chains.emplace_back(c.name);
+          so.existing_nat_chains = std::move(chains);
+        }
+        if (fs.held_nft) {
+          listing = kernel_listing(*fs.held_nft, nft_family(fs.family));
+          if (listing) so.nft_listing = &*listing;
+        }
+      }
+    }
+    DiagSink diags;
+    auto t0 = std::chrono::steady_clock::now();
+    std::string program, cleanup;
+    bool partial = false;
+    std::set<std::string> changed;
+    std::string compiler_reason;
+    auto compile = [&](const IncrementalSyncOptions& o) -> bool {
+      if (opts.mode == BackendKind::IPTables) {
+        auto r = fs.ic->sync(o, diags);
+        if (!r) return false;
+        program = std::move(r->text), cleanup.clear(), partial = r->partial, changed = r->changed_services;
+        compiler_reason = r->full_sync_reason;
+      } else {
+        auto r = fs.ic->sync_nft(o, diags);
+        if (!r) return false;
+        program = std::move(r->text), cleanup = std::move(r->cleanup_text), partial = r->partial;
+        changed = r->changed_services, compiler_reason = r->full_sync_reason;
+      }
+      return true;
+    };
+    if (!compile(so)) {
+      rep.kind = "skipped";
+      for (const auto& d : diags.all())
+        if (!is_warning(d.code)) {
+          rep.reason = std::string(diag_info(d.code).code) + " " + d.message;
+          break;
+        }
+      return rep;
+    }
+    rep.compile_ms = ms_since(t0);
+    rep.kind = partial ? "partial" : "full";
+    rep.reason = partial ? "" : (full ? full_reason : compiler_reason);
+    rep.services_changed = changed.size();
+
+    // ---- the proof (partial syncs only)
+    if (partial) {
+      ++fs.partials;
+      if (verify_now(fs)) {
+        auto tv = std::chrono::steady_clock::now();
+        ++counters.verify_runs;
+        bool proven = false;
+        std::string report, prior_text, full_text;
+        const Snapshot& snap = store.snapshot();
+        DiagSink vd;
+        if (opts.mode == BackendKind::IPTables) {
+          auto ref = compile_iptables(snap, fs.family == IPFamily::V4 ? Backend::IPTables : Backend::IP6Tables, {}, vd);
+          if (!fs.held) {
+            rep.verdict = "cannot-prove";
+            report = "no held state: " + read_error;
+          } else if (!ref) {
+            rep.verdict = "cannot-prove";
+            report = "the full program cannot be compiled";
+          } else {
+            auto vr = verifier::verify(*fs.held, program, ref->text, dp.flavor());
+            rep.verdict = verifier::verdict_name(vr.verdict);
+            proven = vr.verdict == verifier::Verdict::Identical || vr.verdict == verifier::Verdict::Equivalent;
+            if (!proven) report = verifier::format_text(vr), full_text = ref->text;
+          }
+          if (!proven && fs.held) prior_text = verifier::print_save(*fs.held, dp.flavor());
+        } else {
+          NftOptions no;
+          no.keep_state = false;
+          auto ref = compile_nftables(snap, fs.family, no, vd);
+          if (!fs.held_nft || !ref) {
+            rep.verdict = "cannot-prove";
+            report = !fs.held_nft ? "no held state: " + read_error : "the full transaction cannot be compiled";
+          } else {
+            vn::NftState got = *fs.held_nft, want;
+            vn::ApplyResult a;
+            a.ok = true;
+            if (!cleanup.empty()) a = vn::apply_script(got, cleanup, "cleanup.nft");
+            auto b = a.ok ? vn::apply_script(got, program, "partial.nft") : a;
+            auto c = vn::apply_script(want, ref->text, "full.nft");
+            if (!b.ok || !c.ok) {
+              rep.verdict = (b.not_modelled() || c.not_modelled()) ? "cannot-prove" : "fails-to-apply";
+              report = (!b.ok ? "partial: " + (b.error ? b.error->to_string() : "") : "full: " + (c.error ? c.error->to_string() : ""));
+            } else {
+              auto cmp = compare_nft_tables(got, want, nft_family(fs.family), "kube-proxy");
+              rep.verdict = nft_verdict_name(cmp.verdict);
+              proven = cmp.verdict != NftVerdict::NotEquivalent;
+              for (const auto& d : cmp.differences) report += d + "\n";
+            }
+            full_text = ref->text;
+          }
+          if (!proven && fs.held_nft) prior_text = vn::print_ruleset(*fs.held_nft);
+        }
+        rep.verify_ms = ms_since(tv);
+        if (!proven) {
+          // Never apply what could not be proven: the full program instead, and a bug report.
+          ++counters.verify_failures;
+          rep.fallback = true;
+          keep_verify_failure(fs.family, prior_text, (cleanup.empty() ? "" : cleanup + "\n# ---- main\n") + program,
+                              full_text, report);
+          fs.ic->restore_failed();
+          IncrementalSyncOptions fo = so;
+          fo.force_full = true;
+          std::vector<std::string> chains;
+          if (fs.held) {
+            for (const auto& c : fs.held->table(ir::TableId::Nat).chains)
+              if (!c.builtin) chains.emplace_back(c.name);
+            fo.existing_nat_chains = std::move(chains);
+          }
+          DiagSink d2;
+          if (!compile(fo)) {
+            rep.ok = false;
+            rep.error = "the full program cannot be compiled after a failed proof";
+            return rep;
+          }
+          full = true;
+          rep.kind = "full";
+          rep.reason = "the proof of the partial failed (" + rep.verdict + ")";
+        }
+      }
+    }
+
+    // ---- apply
+    rep.bytes = program.size() + cleanup.size();
+    auto ta = std::chrono::steady_clock::now();
+    if (!cleanup.empty()) {
+      // kube-proxy runs the stale-chain deletion first, in a transaction of its own; its
+      // failure is logged, not fatal (the chains are retried later).
+      auto r = dp.apply(opts.mode, fs.family, cleanup);
+      if (!r.ok && log) log(json{{"msg", "stale-chain cleanup failed"}, {"family", fam(fs.family)}, {"error", r.error}}.dump());
+      else if (r.ok && fs.held_nft) vn::apply_script(*fs.held_nft, cleanup, "cleanup.nft");
+    }
+    auto ar = dp.apply(opts.mode, fs.family, program);
+    if (ar.ok && opts.mode == BackendKind::IPTables) {
+      if (!partial) {
+        ChainSet targets;
+        for (const auto& [t, cs] : program_chains(program).declared)
+          for (const auto& c : cs) targets.insert({t, c});
+        fs.jump_targets = std::move(targets);
+      }
+      // kube-proxy's jump rules: -C, then -I when missing (at every full sync; at a partial
+      // one only when the held state lacks one).
+      bool check = full || !fs.held;
+      if (!check) {
+        std::string decl[2];
+        for (const auto& [t, c] : fs.jump_targets) decl[t == ir::TableId::Nat] += ":" + c + " - [0:0]\n";
+        check = !missing_jumps(*fs.held, "*filter\n" + decl[0] + "COMMIT\n*nat\n" + decl[1] + "COMMIT\n").empty();
+      }
+      if (check) {
+        size_t n = 0;
+        auto jr = dp.ensure_jumps(fs.family, fs.jump_targets, &n);
+        rep.jumps_inserted = n;
+        counters.jumps_inserted += n;
+        if (!jr.ok) ar = jr;
+      }
+    }
+    rep.apply_ms = ms_since(ta);
+    if (!ar.ok) {
+      fs.ic->restore_failed();
+      fs.needs_full = true;
+      rep.ok = false;
+      rep.error = ar.error;
+      state_write(program_name("last-failed", fs.family), program);
+      state_write(program_name("last-failed", fs.family) + ".err", ar.error);
+      return rep;
+    }
+    // ---- the held state follows the kernel
+    if (full) {
+      std::string err;
+      if (!read_held(fs, &err) && log)
+        log(json{{"msg", "held state unavailable"}, {"family", fam(fs.family)}, {"error", err}}.dump());
+      fs.last_full_ms = now;
+      fs.needs_full = false;
+    } else if (opts.mode == BackendKind::IPTables && fs.held) {
+      verifier::ApplyOptions ao;
+      ao.noflush = true;
+      ao.flavor = dp.flavor();
+      if (!verifier::apply_text(*fs.held, program, ao).ok()) fs.held.reset(), fs.needs_full = true;
+    } else if (opts.mode == BackendKind::NFTables && fs.held_nft) {
+      if (!vn::apply_script(*fs.held_nft, program, "partial.nft").ok) fs.held_nft.reset(), fs.needs_full = true;
+    }
+    fs.synced = true;
+    state_write(program_name("last-applied", fs.family), program);
+    return rep;
+  }
+
+  SyncReport sync(int64_t now) {
+    SyncReport r;
+    r.at_ms = now;
+    dirty = false;
+    ever = true;
+    last_run_ms = now;
+    for (auto& fs : families) {
+      FamilyReport fr = sync_family(fs, now);
+      if (fr.kind == "skipped") {
+        r.families.push_back(fr);
+        continue;
+      }
+      ++counters.syncs;
+      if (fr.kind == "full") ++counters.full_syncs;
+      else ++counters.partial_syncs;
+      if (!fr.ok) ++counters.failed_syncs, r.ok = false;
+      r.families.push_back(std::move(fr));
+    }
+    for (const auto& fr : r.families) {
+      json j{{"msg", "sync"},
+             {"backend", backend_kind_name(opts.mode)},
+             {"family", fam(fr.family)},
+             {"kind", fr.kind},
+             {"services_changed", fr.services_changed},
+             {"bytes", fr.bytes},
+             {"compile_ms", std::round(fr.compile_ms * 100) / 100},
+             {"verify_ms", std::round(fr.verify_ms * 100) / 100},
+             {"apply_ms", std::round(fr.apply_ms * 100) / 100},
+             {"verdict", fr.verdict},
+             {"result", fr.kind == "skipped" ? "skipped" : fr.ok ? "applied" : "failed"}};
+      if (!fr.reason.empty()) j["reason"] = fr.reason;
+      if (fr.fallback) j["fallback"] = "full";
+      if (fr.jumps_inserted) j["jumps_inserted"] = fr.jumps_inserted;
+      if (!fr.error.empty()) j["error"] = fr.error.substr(0, 2000);
+      if (log) log(j.dump());
+    }
+    json st{{"syncs", counters.syncs},
+            {"full_syncs", counters.full_syncs},
+            {"partial_syncs", counters.partial_syncs},
+            {"failed_syncs", counters.failed_syncs},
+            {"verify_runs", counters.verify_runs},
+            {"verify_failures", counters.verify_failures},
+            {"jumps_inserted", counters.jumps_inserted},
+            {"last_sync_ok", r.ok}};
+    state_write("status.json", st.dump(2) + "\n");
+    return r;
+  }
+};
+
+SyncLoop::SyncLoop(LoopOptions opts, Clock& clock, Dataplane& dp, LogFn log)
+    : s_(std::make_unique<State>(std::move(opts), clock, dp, std::move(log))) {}
+SyncLoop::~SyncLoop() = default;
+
+void SyncLoop::update_service(const Service& x) {
+  s_->store.update_service(x);
+  s_->each([&](IncrementalCompiler& ic) { ic.update_service(x); });
+}
+void SyncLoop::delete_service(const std::string& ns, const std::string& name) {
+  s_->store.delete_service(ns, name);
+  s_->each([&](IncrementalCompiler& ic) { ic.delete_service(ns, name); });
+}
+void SyncLoop::update_slice(const EndpointSlice& x) {
+  s_->store.update_slice(x);
+  s_->each([&](IncrementalCompiler& ic) { ic.update_slice(x); });
+}
+void SyncLoop::delete_slice(const std::string& ns, const std::string& name) {
+  s_->store.delete_slice(ns, name);
+  s_->each([&](IncrementalCompiler& ic) { ic.delete_slice(ns, name); });
+}
+void SyncLoop::update_node(const Node& x) {
+  s_->store.update_node(x);
+  s_->each([&](IncrementalCompiler& ic) { ic.update_node(x); });
+}
+void SyncLoop::delete_node(const std::string& name) {
+  s_->store.delete_node(name);
+  s_->each([&](IncrementalCompiler& ic) { ic.delete_node(name); });
+}
+
+void SyncLoop::apply_event(const WatchEvent& e) {
+  const bool del = e.type == WatchEvent::Type::Deleted;
+  switch (e.kind) {
+    case WatchEvent::Kind::Service:
+      if (del) delete_service(e.ns, e.name);
+      else if (e.service) update_service(*e.service);
+      break;
+    case WatchEvent::Kind::EndpointSlice:
+      if (del) delete_slice(e.ns, e.name);
+      else if (e.slice) update_slice(*e.slice);
+      break;
+    case WatchEvent::Kind::Node:
+      if (del) delete_node(e.name);
+      else if (e.node) update_node(*e.node);
+      break;
+  }
+}
+
+void SyncLoop::replace_all(const Snapshot& snap) {
+  if (!s_->config_override) {
+    s_->store.replace_all(snap);
+    s_->each([&](IncrementalCompiler& ic) { ic.replace_all(snap); });
+    return;
+  }
+  Snapshot copy = snap;
+  copy.config = *s_->config_override;
+  if (s_->env_override) copy.env = *s_->env_override;
+  s_->store.replace_all(copy);
+  s_->each([&](IncrementalCompiler& ic) { ic.replace_all(copy); });
+}
+
+void SyncLoop::set_config(const ProxyConfig& c, const NodeEnvironment* env) {
+  s_->config_override = c;
+  if (env) s_->env_override = *env;
+  s_->store.set_config(c);
+  if (env) s_->store.set_environment(*env);
+  s_->each([&](IncrementalCompiler& ic) {
+    ic.update_config(c);
+    if (env) ic.update_environment(*env);
+  });
+}
+
+int64_t SyncLoop::next_sync_ms() const {
+  if (!s_->ever) return s_->clock.now_ms();
+  return s_->last_run_ms + (s_->dirty ? s_->opts.min_sync_period_ms : s_->opts.sync_period_ms);
+}
+
+std::optional<SyncReport> SyncLoop::tick() {
+  int64_t now = s_->clock.now_ms();
+  if (now < next_sync_ms()) return std::nullopt;
+  return s_->sync(now);
+}
+
+SyncReport SyncLoop::sync_now() { return s_->sync(s_->clock.now_ms()); }
+bool SyncLoop::pending() const { return s_->dirty; }
+const Counters& SyncLoop::counters() const { return s_->counters; }
+const LoopOptions& SyncLoop::options() const { return s_->opts; }
+
+}  // namespace kpc::applier

@@ -1,0 +1,122 @@
+// The applier's sync loop (issue 15 §2): object events in, programs into the kernel out, with
+// kube-proxy's rate limits and an online proof of every partial before the kernel sees it.
+//
+// State machine, per call to tick() (the caller waits until next_sync_ms()):
+//   IDLE --event--> PENDING; a sync runs at last_sync + minSyncPeriod when changes are
+//   pending, else at last_sync + syncPeriod (kube-proxy's BoundedFrequencyRunner; after a
+//   failure the retry is the periodic one, RetryAfter(syncPeriod), or earlier on a new event).
+//   A sync, per IP family the node has:
+//     full    at the first sync, after any failure of that family, every hour, or when the
+//             IncrementalCompiler decides (a restart-class change): read the kernel first
+//             (what kube-proxy reads: the nat chains; the nft table's chains, sets, elements),
+//             compile, apply, ensure kube-proxy's jump rules, read the kernel back as the held
+//             state;
+//     partial otherwise: compile; verify held ⊕ partial ≡ full (--verify always|sampled|off;
+//             iptables: verifier/equiv on the held RulesetState; nftables: the nft model, see
+//             nft_equiv.h); on a failed proof the full program is applied instead (counted,
+//             both programs kept in --state-dir); apply; held ⊕= partial (model).
+//     failure of the tool: IncrementalCompiler::restore_failed() (the changes stay pending),
+//             the family's next sync is full; the program is kept as last-failed.
+// Nothing is ever cleaned up here (KEP-2448): the loop only writes kube-proxy's programs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "applier/node/clock.h"
+#include "applier/node/dataplane.h"
+#include "applier/node/object_store.h"
+#include "applier/node/watch_events.h"
+#include "compiler/driver/backend.h"
+
+namespace kpc::applier {
+
+enum class VerifyMode { Always, Sampled, Off };
+std::optional<VerifyMode> parse_verify_mode(std::string_view s);
+const char* verify_mode_name(VerifyMode m);
+
+struct LoopOptions {
+  BackendKind mode = BackendKind::IPTables;
+  std::vector<IPFamily> families = {IPFamily::V4, IPFamily::V6};
+  int64_t min_sync_period_ms = 1000;
+  int64_t sync_period_ms = 30'000;
+  int64_t full_sync_period_ms = 3'600'000;  ///< kube-proxy's FullSyncPeriod (1 h)
+  VerifyMode verify = VerifyMode::Always;
+  unsigned sample_every = 10;               ///< --verify=sampled: every Nth partial sync
+  std::string state_dir;                    ///< "" = keep nothing on disk
+  size_t keep_verify_failures = 20;
+};
+
+/// The loop's options from a KubeProxyConfiguration: `mode` picks the back end and the
+/// minSyncPeriod/syncPeriod of its section. ipvs (or anything kpc cannot apply) is refused:
+/// nullopt with *error.
+std::optional<LoopOptions> loop_options_for(const ProxyConfig& config, std::string* error);
+
+struct FamilyReport {
+  IPFamily family = IPFamily::V4;
+  std::string kind;     ///< "full", "partial", "skipped" (no program: e.g. no address of the family)
+  std::string reason;   ///< why full / skipped
+  size_t services_changed = 0;
+  size_t bytes = 0;     ///< program bytes applied (or attempted)
+  double compile_ms = 0, verify_ms = 0, apply_ms = 0;
+  std::string verdict = "not-verified";  ///< identical, equivalent, not-equivalent, cannot-prove, fails-to-apply
+  bool fallback = false;  ///< the proof failed: the full program was applied instead
+  bool ok = true;
+  std::string error;
+  size_t jumps_inserted = 0;
+};
+
+struct SyncReport {
+  bool ok = true;
+  int64_t at_ms = 0;
+  std::vector<FamilyReport> families;
+};
+
+struct Counters {
+  uint64_t syncs = 0, full_syncs = 0, partial_syncs = 0, failed_syncs = 0;
+  uint64_t verify_runs = 0, verify_failures = 0;  ///< failures = fallbacks to the full program
+  uint64_t jumps_inserted = 0, state_dir_errors = 0;
+};
+
+class SyncLoop {
+ public:
+  using LogFn = std::function<void(const std::string& json_line)>;
+  SyncLoop(LoopOptions opts, Clock& clock, Dataplane& dataplane, LogFn log = {});
+  ~SyncLoop();
+  SyncLoop(const SyncLoop&) = delete;
+  SyncLoop& operator=(const SyncLoop&) = delete;
+
+  // Events (every family's compiler and the held objects); each marks changes pending.
+  void update_service(const Service& s);
+  void delete_service(const std::string& ns, const std::string& name);
+  void update_slice(const EndpointSlice& s);
+  void delete_slice(const std::string& ns, const std::string& name);
+  void update_node(const Node& n);
+  void delete_node(const std::string& name);
+  void apply_event(const WatchEvent& e);
+  /// A whole snapshot (the --watch PATH source): updates and deletions.
+  void replace_all(const Snapshot& snap);
+  /// The node's configuration and host facts (--config); kept across replace_all when set.
+  void set_config(const ProxyConfig& c, const NodeEnvironment* env);
+
+  /// When the loop wants to sync next (the clock's ms).
+  int64_t next_sync_ms() const;
+  /// Syncs if due; nullopt when not.
+  std::optional<SyncReport> tick();
+  /// Syncs now, whatever the rate limits say.
+  SyncReport sync_now();
+
+  bool pending() const;
+  const Counters& counters() const;
+  const LoopOptions& options() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace kpc::applier

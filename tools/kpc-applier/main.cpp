@@ -1,0 +1,241 @@
+// kpc-applier: the on-node program (issue 15, first increment; docs/applier.md). Options ->
+// a source, a dataplane and a SyncLoop from applier/node; this file only wires them.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "applier/node/cleanup.h"
+#include "applier/node/kernel_dataplane.h"
+#include "applier/node/sources.h"
+#include "applier/node/sync_loop.h"
+#include "applier/node/watch_events.h"
+
+using namespace kpc;
+using namespace kpc::applier;
+
+namespace {
+
+volatile sig_atomic_t g_stop = 0;
+void on_signal(int) { g_stop = 1; }
+
+void log_line(const std::string& line) {
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+}
+void log_msg(const std::string& msg, const std::string& detail = "") {
+  nlohmann::json j{{"msg", msg}};
+  if (!detail.empty()) j["detail"] = detail;
+  log_line(j.dump());
+}
+
+const char* kHelpFooter = R"(
+Applies kube-proxy's programs (iptables or nftables mode, from the KubeProxyConfiguration) for
+this node, with kube-proxy's rate limits, and proves every partial sync equal to the full one on
+the node's current state before the kernel sees it (docs/applier.md).
+
+Examples:
+  kpc-applier --watch cluster/ --config kube-proxy.yaml --node node-a --state-dir /var/lib/kpc-applier
+  kubectl get services,endpointslices,nodes -A --watch --output-watch-events -o json |
+      kpc-applier --watch - --config kube-proxy.yaml --node node-a
+  kpc-applier --watch cluster/ --once                  one sync, then exit (tests, cron)
+  kpc-applier --cleanup --dry-run                      what --cleanup would remove
+  kpc-applier --cleanup                                remove kube-proxy's rules (KEP-2448: only on request)
+
+Exit codes: 0 ok (--once: the sync applied; --cleanup: everything removed); 1 a sync failed
+(--once) or --cleanup could not remove something; 2 usage, configuration or snapshot error.
+Logs: one JSON line per sync on stderr (kind, services changed, bytes, compile/verify/apply ms, verdict).
+Not in this increment: the Kubernetes API client (--kubeconfig), metrics and /healthz, drift
+repair every syncPeriod, IPVS.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kpc-applier: kube-proxy's programs, compiled by kpc, proven and applied on this node"};
+  app.footer(kHelpFooter);
+  std::string watch, config_file, node, state_dir, verify = "always", iptables = "auto";
+  std::string ipt_restore, ip6t_restore, nft_bin = "nft", family = "both";
+  bool once = false, cleanup = false, dry_run = false;
+  int64_t debounce_ms = 200;
+  app.add_option("--watch", watch, "snapshot file or directory (re-read on change), or - for kubectl watch events on stdin");
+  app.add_option("--config", config_file, "KubeProxyConfiguration file (and optionally a NodeEnvironment): overrides the snapshot's");
+  app.add_option("--node", node, "this node's name (kube-proxy's --hostname-override)");
+  app.add_option("--state-dir", state_dir, "where the last applied/failed programs and proof failures are kept");
+  app.add_option("--verify", verify, "prove partial syncs before applying them: always, sampled (1 in 10), off")
+      ->check(CLI::IsMember({"always", "sampled", "off"}));
+  app.add_option("--iptables", iptables, "iptables flavour: legacy, nft, auto (iptables-wrapper's rule)")
+      ->check(CLI::IsMember({"legacy", "nft", "auto"}));
+  app.add_option("--iptables-restore", ipt_restore, "the IPv4 restore binary (default: the flavour's)");
+  app.add_option("--ip6tables-restore", ip6t_restore, "the IPv6 restore binary (default: the flavour's)");
+  app.add_option("--nft", nft_bin, "the nft binary");
+  app.add_option("--family", family, "IP families to program: ipv4, ipv6, both (those the node has addresses of)")
+      ->check(CLI::IsMember({"ipv4", "ipv6", "both"}));
+  app.add_option("--debounce-ms", debounce_ms, "--watch PATH: quiet time before a re-read (ms)");
+  app.add_flag("--once", once, "one sync, then exit (--watch -: after the end of stdin)");
+  app.add_flag("--cleanup", cleanup, "remove kube-proxy's iptables chains and nft tables, and exit");
+  app.add_flag("--dry-run", dry_run, "with --cleanup: print what would be removed");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  if (cleanup) {
+    CleanupOptions co;
+    co.dry_run = dry_run;
+    co.nft = nft_bin;
+    auto r = run_cleanup(co);
+    for (const auto& l : r.lines) std::printf("%s\n", l.c_str());
+    for (const auto& e : r.errors) std::fprintf(stderr, "kpc-applier: %s\n", e.c_str());
+    if (r.lines.empty()) std::printf("nothing of kube-proxy's to remove\n");
+    return r.ok ? 0 : 1;
+  }
+  if (dry_run) {
+    std::fprintf(stderr, "kpc-applier: --dry-run goes with --cleanup\n");
+    return 2;
+  }
+  if (watch.empty()) {
+    std::fprintf(stderr, "kpc-applier: --watch PATH or --watch - is required (see --help)\n");
+    return 2;
+  }
+
+  // ---- the node's configuration
+  Snapshot initial;
+  std::optional<Snapshot> config_snap;
+  if (!config_file.empty()) {
+    Snapshot c;
+    std::string diags;
+    if (!load_snapshot_paths({config_file}, "", &c, &diags)) {
+      std::fprintf(stderr, "%skpc-applier: %s: cannot load the configuration\n", diags.c_str(), config_file.c_str());
+      return 2;
+    }
+    if (!c.config.present) {
+      std::fprintf(stderr, "kpc-applier: %s: no KubeProxyConfiguration\n", config_file.c_str());
+      return 2;
+    }
+    if (!node.empty()) c.config.hostname_override = node;
+    config_snap = std::move(c);
+  }
+  if (watch != "-") {
+    std::string diags;
+    if (!load_snapshot_paths({watch}, config_snap ? "" : node, &initial, &diags)) {
+      std::fprintf(stderr, "%skpc-applier: %s: the snapshot does not load\n", diags.c_str(), watch.c_str());
+      return 2;
+    }
+    if (!diags.empty()) std::fprintf(stderr, "%s", diags.c_str());
+  }
+  const ProxyConfig& cfg = config_snap ? config_snap->config : initial.config;
+  std::string err;
+  auto lo = loop_options_for(cfg, &err);
+  if (!lo) {
+    std::fprintf(stderr, "kpc-applier: %s\n", err.c_str());
+    return 2;
+  }
+  lo->verify = *parse_verify_mode(verify);
+  lo->state_dir = state_dir;
+  if (family == "ipv4") lo->families = {IPFamily::V4};
+  if (family == "ipv6") lo->families = {IPFamily::V6};
+
+  KernelTools tools;
+  tools.iptables_restore = ipt_restore;
+  tools.ip6tables_restore = ip6t_restore;
+  tools.nft = nft_bin;
+  if (lo->mode == BackendKind::IPTables) {
+    auto choice = *parse_flavor_choice(iptables);
+    if (choice == IptablesFlavorChoice::Auto) {
+      size_t l = 0, n = 0;
+      tools.flavor = detect_flavor(&l, &n);
+      log_line(nlohmann::json{{"msg", "iptables flavour"}, {"flavour", verifier::flavor_name(tools.flavor)},
+                              {"legacy_kube_chains", l}, {"nft_kube_chains", n}}
+                   .dump());
+    } else {
+      tools.flavor = choice == IptablesFlavorChoice::Legacy ? verifier::Flavor::Legacy : verifier::Flavor::Nft;
+    }
+  }
+  KernelDataplane dp(tools);
+  SteadyClock clock;
+  SyncLoop loop(*lo, clock, dp, log_line);
+  if (config_snap) loop.set_config(config_snap->config, config_snap->env.present ? &config_snap->env : nullptr);
+  if (watch != "-") loop.replace_all(initial);
+
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
+
+  // ---- --watch PATH --once / the stdin stream
+  if (watch != "-" && once) return loop.sync_now().ok ? 0 : 1;
+
+  std::unique_ptr<PathWatcher> watcher;
+  WatchStreamDecoder decoder;
+  bool stdin_open = watch == "-";
+  bool ready = watch != "-";  // stdin: the first sync after the initial list (a quiet period) or EOF
+  int64_t reload_at = -1, last_input = -1;
+  bool any_input = false;
+  if (watch != "-") {
+    watcher = std::make_unique<PathWatcher>(watch);
+    if (!watcher->ok()) {
+      std::fprintf(stderr, "kpc-applier: --watch %s: %s\n", watch.c_str(), watcher->error().c_str());
+      return 2;
+    }
+  } else {
+    fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
+  }
+  bool last_ok = true;
+  while (!g_stop) {
+    int64_t now = clock.now_ms();
+    int64_t wake = ready ? loop.next_sync_ms() : now + 1000;
+    if (reload_at >= 0) wake = std::min(wake, reload_at);
+    if (!ready && any_input) wake = std::min(wake, last_input + debounce_ms);
+    pollfd p{watcher ? watcher->fd() : (stdin_open ? 0 : -1), POLLIN, 0};
+    int timeout = static_cast<int>(std::clamp<int64_t>(wake - now, 0, 60'000));
+    int pr = poll(&p, 1, timeout);
+    now = clock.now_ms();
+    if (pr > 0 && watcher && watcher->drain()) reload_at = now + debounce_ms;
+    if (pr > 0 && !watcher && stdin_open) {
+      char buf[65536];
+      for (;;) {
+        ssize_t n = read(0, buf, sizeof buf);
+        if (n > 0) {
+          std::vector<WatchEvent> events;
+          std::vector<std::string> errors;
+          decoder.feed(std::string_view(buf, static_cast<size_t>(n)), &events, &errors);
+          for (const auto& e : errors) log_msg("malformed watch event skipped", e);
+          for (const auto& e : events) loop.apply_event(e);
+          any_input = true;
+          last_input = now;
+          continue;
+        }
+        if (n == 0) {
+          std::vector<std::string> errors;
+          decoder.finish(&errors);
+          for (const auto& e : errors) log_msg("malformed watch event skipped", e);
+          stdin_open = false;
+          ready = true;
+          log_msg("watch stream ended", std::to_string(decoder.events_seen()) + " events");
+        }
+        break;
+      }
+      if (!stdin_open && once) return loop.sync_now().ok ? 0 : 1;
+    }
+    if (!ready && any_input && now >= last_input + debounce_ms) ready = true;
+    if (reload_at >= 0 && now >= reload_at) {
+      reload_at = -1;
+      Snapshot s;
+      std::string diags;
+      if (load_snapshot_paths({watch}, config_snap ? "" : node, &s, &diags)) loop.replace_all(s);
+      else log_msg("snapshot does not load; keeping the current state", diags);
+    }
+    if (ready)
+      if (auto r = loop.tick()) last_ok = r->ok;
+  }
+  log_msg("stopping (signal)");
+  return last_ok ? 0 : 1;
+}
