@@ -502,22 +502,25 @@ NftRepairResult repair_nft(const nft::NftState& actual, std::string_view desired
 
   // The check: the node after the repair holds exactly the desired table, and nothing else
   // changed.
-  nft::NftState after = actual;
+  nft::NftState repaired;  // the node after the repair (the node as it is when there is nothing to do)
+  const nft::NftState* after = &actual;
   if (!w.out.empty()) {
-    auto res = nft::apply_script(after, w.out, "repair.nft");
+    repaired = actual;
+    auto res = nft::apply_script(repaired, w.out, "repair.nft");
     if (!res.ok) {
       r.error = "internal: the repair would fail:";
       for (const auto& e : res.errors) r.error += "\n" + e.to_string();
       return r;
     }
+    after = &repaired;
   }
-  auto d = nft_table_differences(want, after.find_table(family, table_name), 5);
+  auto d = nft_table_differences(want, after->find_table(family, table_name), 5);
   if (!d.empty()) {
     r.error = "internal: after the repair, the table would still differ from the desired one: " + join(d, "; ");
     return r;
   }
   std::string why;
-  if (!other_tables_equal(actual, after, family, table_name, &why)) {
+  if (!other_tables_equal(actual, *after, family, table_name, &why)) {
     r.error = "internal: " + why;
     return r;
   }
