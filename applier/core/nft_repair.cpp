@@ -254,8 +254,42 @@ std::vector<std::string> nft_table_differences(const nft::Table* want, const nft
   return out;
 }
 
-bool read_nft_state(std::string_view text, std::string_view file_name, nft::NftState* out, std::string* error) {
+namespace {
+
+// A listing with every top-level block but `table FAMILY NAME {` replaced by empty lines.
+std::string only_block(std::string_view text, const TableName& t) {
+  const std::string header = std::string("table ") + nft::family_name(t.family) + " " + t.name + " {";
+  std::string out;
+  out.reserve(text.size());
+  bool keep = false;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    size_t end = nl == std::string_view::npos ? text.size() : nl;
+    std::string_view line = text.substr(pos, end - pos);
+    if (line.starts_with("table ")) keep = line.substr(0, header.size()) == header;
+    if (keep) out.append(line);
+    if (line == "}") keep = false;
+    out += '\n';
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool read_nft_state(std::string_view text, std::string_view file_name, nft::NftState* out, std::string* error,
+                    const TableName* only_table) {
   nft::NftState s;
+  std::string filtered;
+  if (only_table && nft::looks_like_listing(text)) {
+    filtered = only_block(text, *only_table);
+    text = filtered;
+    if (text.find_first_not_of('\n') == std::string_view::npos) {  // no such table on the node
+      *out = std::move(s);
+      return true;
+    }
+  }
   if (nft::looks_like_listing(text)) {
     nft::NftError e;
     if (!nft::parse_listing(text, file_name, &s, &e)) {

@@ -71,8 +71,16 @@ NftRepairResult repair_nft(const verifier::nft::NftState& actual, std::string_vi
 /// Reads a node's nftables state: `nft list ruleset` / `nft list table` output (with or
 /// without -a handles), or a script applied to an empty state. False with *error set (nft's
 /// messages, located in file_name) when the text is neither.
+///
+/// only_table: read only that table's block of a listing (the other blocks are blanked, so
+/// that line numbers stay right): a node's other tables (a CNI's, firewalld's) may hold what
+/// the model does not read (interval or typeof sets, ...), and the repair never touches them.
+struct TableName {
+  verifier::nft::Family family = verifier::nft::Family::Ip;
+  std::string name = "kube-proxy";
+};
 bool read_nft_state(std::string_view text, std::string_view file_name, verifier::nft::NftState* out,
-                    std::string* error);
+                    std::string* error, const TableName* only_table = nullptr);
 
 /// The differences between two tables (objects by name, properties, rules per chain in order,
 /// elements of non-dynamic sets), one line each, at most `max` lines; empty when they are

@@ -371,6 +371,31 @@ TEST(NftRepair, NodeStateFromAListingOrAScript) {
   EXPECT_NE(error.find("node.nft:1:"), std::string::npos) << error;
 }
 
+TEST(NftRepair, OnlyTheKubeProxyTableOfAListingIsReadWhenAsked) {
+  // firewalld's and CNIs' tables hold interval sets and more that the model does not read.
+  std::string foreign =
+      "table inet firewalld {\n\tset s {\n\t\ttype ipv4_addr\n\t\tflags interval\n"
+      "\t\telements = { 10.0.0.0/8 }\n\t}\n}\n";
+  auto s = desired_state();
+  damage(s, "delete element ip kube-proxy cluster-ips { 10.96.30.30 }\n");
+  std::string listing = foreign + nft::print_ruleset(s) + "table ip6 kube-proxy {\n\tchain x {\n\t}\n}\n";
+  nft::NftState all, only;
+  std::string error;
+  EXPECT_FALSE(read_nft_state(listing, "node.nft", &all, &error));
+  TableName t{nft::Family::Ip, "kube-proxy"};
+  ASSERT_TRUE(read_nft_state(listing, "node.nft", &only, &error, &t)) << error;
+  ASSERT_EQ(only.tables.size(), 1u);
+  EXPECT_EQ(repaired(only).transaction, "add element ip kube-proxy cluster-ips { 10.96.30.30 }\n");
+  // Line numbers stay those of the file.
+  std::string bad = foreign + "table ip kube-proxy {\n\tchain c {\n\t\tjump nowhere\n\t}\n}\n";
+  EXPECT_FALSE(read_nft_state(bad, "node.nft", &only, &error, &t));
+  EXPECT_NE(error.find("node.nft:10:"), std::string::npos) << error;
+  // A listing without the table: an empty state.
+  TableName v6{nft::Family::Ip6, "kube-proxy"};
+  ASSERT_TRUE(read_nft_state(foreign, "node.nft", &only, &error, &v6)) << error;
+  EXPECT_TRUE(only.tables.empty());
+}
+
 TEST(NftRepair, DesiredTransactionThatDoesNotApplyIsAnError) {
   nft::NftState s;
   auto r = repair_nft(s, "add rule ip kube-proxy nope accept\n", nft::Family::Ip);

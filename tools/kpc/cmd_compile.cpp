@@ -76,13 +76,16 @@ int repair_nft_from_state(const CompileOptions& o, const NftCompileResult& full,
     std::fprintf(stderr, "%s\n", render(err).c_str());
     return kExitError;
   }
+  auto nft_family = family == IPFamily::V4 ? verifier::nft::Family::Ip : verifier::nft::Family::Ip6;
+  // Only kube-proxy's table of the family is read from a listing: the node's other tables are
+  // never touched, and may hold what the model does not read.
+  applier::TableName only{nft_family, "kube-proxy"};
   verifier::nft::NftState actual;
   std::string error;
-  if (!applier::read_nft_state(text.view(), o.prior_state, &actual, &error)) {
+  if (!applier::read_nft_state(text.view(), o.prior_state, &actual, &error, &only)) {
     std::fprintf(stderr, "error[E0900]: %s: %s", o.prior_state.c_str(), error.c_str());
     return kExitError;
   }
-  auto nft_family = family == IPFamily::V4 ? verifier::nft::Family::Ip : verifier::nft::Family::Ip6;
   auto r = applier::repair_nft(actual, full.text, nft_family);
   if (!r.ok) {
     std::fprintf(stderr, "error[E0900]: %s: %s\n", o.prior_state.c_str(), r.error.c_str());
