@@ -280,4 +280,52 @@ std::string nftables_dump_order(std::string_view text) {
   return out;
 }
 
+std::string normalized_nft_listing(std::string_view text) {
+  std::vector<std::string> lines;
+  for (auto& l : split(text, '\n')) {
+    if (size_t h = l.find(" # handle "); h != std::string::npos) l.erase(h);
+    lines.push_back(std::move(l));
+  }
+  std::string out, block;
+  std::vector<std::string> blocks;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (l.rfind("table ", 0) == 0 || l == "}") {
+      std::sort(blocks.begin(), blocks.end());
+      for (const auto& b : blocks) out += b;
+      blocks.clear();
+      out += l + "\n";
+      continue;
+    }
+    if (l.rfind("\t\telements = { ", 0) == 0) {  // gather the (wrapped) list and sort its items
+      std::string all = l.substr(std::string("\t\telements = { ").size());
+      while (all.find(" }") == std::string::npos && i + 1 < lines.size()) {
+        const std::string& next = lines[++i];
+        size_t b = next.find_first_not_of(" \t");
+        all += " " + (b == std::string::npos ? std::string() : next.substr(b));
+      }
+      all = all.substr(0, all.rfind(" }"));
+      std::vector<std::string> items;
+      for (size_t p = 0;;) {
+        size_t c = all.find(", ", p);
+        items.push_back(all.substr(p, c == std::string::npos ? std::string::npos : c - p));
+        if (c == std::string::npos) break;
+        p = c + 2;
+      }
+      std::sort(items.begin(), items.end());
+      block += "\t\telements = {";
+      for (const auto& it : items) block += " " + it + ",";
+      block += " }\n";
+      continue;
+    }
+    if (l.empty()) continue;
+    block += l + "\n";
+    if (l == "\t}") {
+      blocks.push_back(block);
+      block.clear();
+    }
+  }
+  return out;
+}
+
 }  // namespace kpc::test

@@ -47,4 +47,11 @@ std::string describe(const NftDiff& d);
 /// '#' lines are dropped. Ends with "\n" unless empty.
 std::string nftables_dump_order(std::string_view text);
 
+/// `nft list ruleset` text made comparable across histories (the kernel lists a table's
+/// chains, sets and maps in creation order and elements in hash order, neither of which is
+/// behaviour): each table's top-level blocks sorted by their text (header first), element
+/// lists sorted by element, `# handle N` annotations dropped; rule order within a chain and
+/// table order are kept.
+std::string normalized_nft_listing(std::string_view text);
+
 }  // namespace kpc::test

@@ -306,3 +306,53 @@ TEST(NftModel, SyntaxErrorsAreLocated) {
 
 }  // namespace
 }  // namespace kpc::verifier::nft
+
+namespace kpc::verifier::nft {
+namespace {
+
+// Chains and sets are found by name through an index (large tables); it must follow erasures
+// and appends within one transaction and across transactions, and a copied state.
+TEST(NftModel, NameLookupsFollowDeletionsAndAdditionsInLargeTables) {
+  NftState s;
+  std::string script = "add table ip t\n";
+  for (int i = 0; i < 40; ++i)
+    script += "add chain ip t c" + std::to_string(i) + "\nadd set ip t s" + std::to_string(i) + " { type ipv4_addr ; }\n";
+  ASSERT_TRUE(apply_script(s, script, "a.nft").ok);
+  ASSERT_NE(s.tables[0].find_chain("c39"), nullptr);  // builds the index
+  ASSERT_NE(s.tables[0].find_set("s39"), nullptr);
+  auto r = apply_script(s,
+                        "delete chain ip t c5\ndelete chain ip t c39\nadd chain ip t x\nadd chain ip t c39\n"
+                        "add rule ip t x jump c10\nadd rule ip t c39 jump x\nadd rule ip t c38 goto c39\n"
+                        "delete set ip t s5\ndelete set ip t s39\nadd set ip t y { type ipv4_addr ; }\n"
+                        "add set ip t s39 { type ipv4_addr ; }\nadd rule ip t c11 ip daddr @y accept\n"
+                        "add rule ip t c12 ip daddr @s39 accept\nadd rule ip t c13 ip daddr @s38 accept\n",
+                        "b.nft");
+  ASSERT_TRUE(r.ok) << all_errors(r);
+  NftState copy = s;
+  for (const NftState* st : {&s, &copy}) {
+    const Table& t = st->tables[0];
+    EXPECT_EQ(t.find_chain("c5"), nullptr);
+    EXPECT_EQ(t.find_set("s5"), nullptr);
+    for (const char* n : {"c0", "c10", "c38", "c39", "x"}) {
+      const Chain* c = t.find_chain(n);
+      ASSERT_NE(c, nullptr) << n;
+      EXPECT_EQ(c->name, n);
+    }
+    for (const char* n : {"s0", "s38", "s39", "y"}) {
+      const Set* c = t.find_set(n);
+      ASSERT_NE(c, nullptr) << n;
+      EXPECT_EQ(c->name, n);
+    }
+    EXPECT_EQ(t.chains.back().name, "c39");
+    EXPECT_EQ(t.find_chain("x")->rules.size(), 1u);
+  }
+  // Missing names after erasures are reported as nft reports them.
+  auto bad = apply_script(s, "add rule ip t c5 accept\n", "c.nft");
+  EXPECT_FALSE(bad.ok);
+  ASSERT_TRUE(apply_script(copy, "delete chain ip t c1\nadd rule ip t c2 accept\n", "d.nft").ok);
+  EXPECT_EQ(copy.tables[0].find_chain("c2")->rules.size(), 1u);
+  EXPECT_EQ(copy.tables[0].find_chain("c1"), nullptr);
+}
+
+}  // namespace
+}  // namespace kpc::verifier::nft

@@ -1,10 +1,11 @@
 // `kpc compile SNAPSHOT... [--backend iptables|ip6tables|nftables] [--family ipv4|ipv6] [-o FILE]
-//              [--prior OLD...] [--full] [--stats] [--node NAME | --node all -o DIR]`
+//              [--prior OLD... | --prior-state NODE_STATE] [--full] [--stats] [--node NAME | --node all -o DIR]`
 #include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "applier/core/nft_repair.h"
 #include "applier/core/repair.h"
 #include "compiler/driver/backend.h"
 #include "compiler/driver/compile.h"
@@ -62,6 +63,50 @@ int repair_from_state(const CompileOptions& o, const CompileResult& full) {
                  "bytes: %zu\n",
                  r.stats.chains_kept, r.stats.chains_written, r.stats.chains_deleted, r.stats.rules_written,
                  r.stats.jumps_restored, r.program.size());
+  return kExitOk;
+}
+
+// --prior-state for nftables: the node's `nft list ruleset` / `nft list table` output (or a
+// script applied to an empty state) -> the smallest transaction that brings its kube-proxy
+// table to the full transaction's state (applier/core/nft_repair.h).
+int repair_nft_from_state(const CompileOptions& o, const NftCompileResult& full, IPFamily family) {
+  InputText text;
+  InputError err;
+  if (!text.load(o.prior_state, o.max_input_size, &err)) {
+    std::fprintf(stderr, "%s\n", render(err).c_str());
+    return kExitError;
+  }
+  auto nft_family = family == IPFamily::V4 ? verifier::nft::Family::Ip : verifier::nft::Family::Ip6;
+  // Only kube-proxy's table of the family is read from a listing: the node's other tables are
+  // never touched, and may hold what the model does not read.
+  applier::TableName only{nft_family, "kube-proxy"};
+  verifier::nft::NftState actual;
+  std::string error;
+  if (!applier::read_nft_state(text.view(), o.prior_state, &actual, &error, &only)) {
+    std::fprintf(stderr, "error[E0900]: %s: %s", o.prior_state.c_str(), error.c_str());
+    return kExitError;
+  }
+  auto r = applier::repair_nft(actual, full.text, nft_family);
+  if (!r.ok) {
+    std::fprintf(stderr, "error[E0900]: %s: %s\n", o.prior_state.c_str(), r.error.c_str());
+    return kExitError;
+  }
+  if (!write_output(o.output, r.transaction)) return kExitError;
+  if (o.stats) {
+    const auto& s = r.stats;
+    std::fprintf(stderr,
+                 "repair: %zu operations, %zu bytes%s\n"
+                 "chains: kept %zu, rewritten %zu, created %zu, re-created %zu, deleted %zu, policies set %zu; "
+                 "rules %zu\n"
+                 "sets/maps: kept %zu, created %zu, re-created %zu, deleted %zu; elements added %zu, deleted %zu\n",
+                 s.operations, r.transaction.size(),
+                 s.table_recreated ? " (table re-created: its comment or flags differed)"
+                 : s.table_created ? " (table created)"
+                                   : "",
+                 s.chains_kept, s.chains_rewritten, s.chains_created, s.chains_recreated, s.chains_deleted,
+                 s.policies_set, s.rules_written, s.sets_kept, s.sets_created, s.sets_recreated, s.sets_deleted,
+                 s.elements_added, s.elements_deleted);
+  }
   return kExitOk;
 }
 
@@ -271,16 +316,17 @@ int run(const CompileOptions& o) {
   AnyResult result;
   std::optional<Target> target = given;
   if (ok && !o.backend_given) target = target_for_mode(next, given ? given->family : IPFamily::V4, diags);
-  if (ok && target && !o.prior_state.empty() && target->kind != BackendKind::IPTables) {
+  if (ok && target && !o.prior_state.empty() && target->kind == BackendKind::FastPath) {
     diags.report(DiagCode::ModeNotCompiled, {}, "", "",
-                 "--prior-state reads an iptables node's state; nftables drift repair is not built yet");
+                 "--prior-state repairs iptables and nftables nodes; the fast-path table has no drift repair yet");
     target.reset();
   }
   if (ok && target) result = compile_one(o, next, prior, *target, diags);
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
   if (!result) return kExitError;
-  if (!o.prior_state.empty()) return repair_from_state(o, *result.ipt);
+  if (!o.prior_state.empty())
+    return result.nft ? repair_nft_from_state(o, *result.nft, target->family) : repair_from_state(o, *result.ipt);
   if (!write_output(o.output, result.text())) return kExitError;
   if (o.stats) print_sync_stats(o, result);
   return kExitOk;
@@ -320,8 +366,9 @@ void add_compile(CLI::App& app, int& exit_code) {
                   "the snapshot kube-proxy last synced successfully: write the partial restore (KEP-3453) "
                   "that brings the node from it to SNAPSHOT");
   cmd->add_option("--prior-state", opts->prior_state,
-                  "what the node really has (iptables-save output, or a restore program): write the smallest "
-                  "program that brings it to SNAPSHOT's full state (stale chains deleted, matching chains left out)")
+                  "what the node really has (iptables-save output, or a restore program; nftables: `nft list "
+                  "ruleset` output, or an nft script): write the smallest program that brings it to SNAPSHOT's full "
+                  "state (stale chains deleted, matching chains left out)")
       ->excludes("--prior");
   // Flags that would be ignored are errors (a user who wrote them meant something).
   add_flavor_option(cmd, opts->flavor, "with --prior-state: iptables-restore semantics to check the repair against")
@@ -345,6 +392,7 @@ void add_compile(CLI::App& app, int& exit_code) {
       "  kpc compile cluster/ --backend fastpath           KEP-4963's flowtable fast-path table\n"
       "  kpc compile new/ --prior old/                     the partial restore of the next sync (KEP-3453)\n"
       "  kpc compile cluster/ --prior-state node.save      the smallest repair of a node's drift\n"
+      "  kpc compile cluster/ --backend nftables --prior-state ruleset.nft   the same for an nftables node\n"
       "Exit codes: 0 written, 2 error (located diagnostics on stderr; nothing written).");
   cmd->callback([cmd, opts, &exit_code] {
     opts->backend_given = cmd->count("--backend") > 0;

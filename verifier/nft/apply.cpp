@@ -12,26 +12,53 @@ namespace kpc::verifier::nft {
 
 bool Set::has_flag(std::string_view f) const { return std::find(flags.begin(), flags.end(), f) != flags.end(); }
 
-Chain* Table::find_chain(std::string_view n) {
-  for (auto& c : chains)
-    if (c.name == n) return &c;
-  return nullptr;
+namespace {
+
+// A position by name in a vector of named objects. A hit is checked (the object at that
+// position has that name); a miss is trusted only when the index is current: the model's
+// appends keep it current (index_appended), its erasures mark it stale (index_erased), and
+// an index built at another size than the vector's is stale too (a replaced vector).
+constexpr size_t kStaleIndex = static_cast<size_t>(-1);
+
+template <class V>
+void index_appended(V& v, Table::NameIndex& idx) {
+  if (idx.built_size != kStaleIndex && idx.built_size + 1 == v.size()) {
+    idx.pos.emplace(v.back().name, v.size() - 1);
+    idx.built_size = v.size();
+  } else {
+    idx.built_size = kStaleIndex;
+  }
 }
-const Chain* Table::find_chain(std::string_view n) const {
-  for (const auto& c : chains)
-    if (c.name == n) return &c;
-  return nullptr;
+void index_erased(Table::NameIndex& idx) { idx.built_size = kStaleIndex; }
+
+template <class V>
+auto* indexed_find(V& v, Table::NameIndex& idx, std::string_view n) {
+  using P = decltype(&v[0]);
+  if (v.size() < 32) {
+    for (auto& x : v)
+      if (x.name == n) return static_cast<P>(&x);
+    return static_cast<P>(nullptr);
+  }
+  auto at = [&](std::string_view name) -> P {
+    auto it = idx.pos.find(name);
+    if (it == idx.pos.end() || it->second >= v.size() || v[it->second].name != name) return nullptr;
+    return &v[it->second];
+  };
+  if (P p = at(n)) return p;
+  if (idx.built_size == v.size()) return static_cast<P>(nullptr);
+  idx.pos.clear();
+  idx.pos.reserve(v.size());
+  for (size_t i = 0; i < v.size(); ++i) idx.pos.emplace(v[i].name, i);
+  idx.built_size = v.size();
+  return at(n);
 }
-Set* Table::find_set(std::string_view n) {
-  for (auto& s : sets)
-    if (s.name == n) return &s;
-  return nullptr;
-}
-const Set* Table::find_set(std::string_view n) const {
-  for (const auto& s : sets)
-    if (s.name == n) return &s;
-  return nullptr;
-}
+
+}  // namespace
+
+Chain* Table::find_chain(std::string_view n) { return indexed_find(chains, chain_index_, n); }
+const Chain* Table::find_chain(std::string_view n) const { return indexed_find(chains, chain_index_, n); }
+Set* Table::find_set(std::string_view n) { return indexed_find(sets, set_index_, n); }
+const Set* Table::find_set(std::string_view n) const { return indexed_find(sets, set_index_, n); }
 Flowtable* Table::find_flowtable(std::string_view n) {
   for (auto& f : flowtables)
     if (f.name == n) return &f;
@@ -124,16 +151,9 @@ struct CTable {
   std::vector<CChain> chains;
   std::vector<CSet> sets;
   std::vector<std::string> flowtables;
-  CChain* chain(std::string_view n) {
-    for (auto& c : chains)
-      if (c.name == n) return &c;
-    return nullptr;
-  }
-  CSet* set(std::string_view n) {
-    for (auto& s : sets)
-      if (s.name == n) return &s;
-    return nullptr;
-  }
+  Table::NameIndex chain_index, set_index;  // as Table's look-ups (indexed_find)
+  CChain* chain(std::string_view n) { return indexed_find(chains, chain_index, n); }
+  CSet* set(std::string_view n) { return indexed_find(sets, set_index, n); }
 };
 struct Cache {
   std::vector<CTable> tables;
@@ -193,9 +213,13 @@ Cache load_cache(const NftState& s, unsigned flags) {
         if (flags & kRule)
           for (const auto& r : ch.rules) cc.rules.push_back({r.handle, 0});
         ct.chains.push_back(std::move(cc));
+        index_appended(ct.chains, ct.chain_index);
       }
     if (flags & kSet)
-      for (const auto& st : t.sets) ct.sets.push_back({st.name, st.is_map, st.key, st.data});
+      for (const auto& st : t.sets) {
+        ct.sets.push_back({st.name, st.is_map, st.key, st.data});
+        index_appended(ct.sets, ct.set_index);
+      }
     if (flags & kFlowtable)
       for (const auto& f : t.flowtables) ct.flowtables.push_back(f.name);
     c.tables.push_back(std::move(ct));
@@ -472,7 +496,10 @@ class Applier {
         if (c.verb == Verb::Add || c.verb == Verb::Create) {
           CTable* t = tx_.cache.table(c.family, c.table);
           if (!t) return table_not_found(c);
-          if (!t->chain(c.name)) t->chains.push_back(CChain{c.name, {}});
+          if (!t->chain(c.name)) {
+            t->chains.push_back(CChain{c.name, {}});
+            index_appended(t->chains, t->chain_index);
+          }
           if (c.chain.has_hook && !modelled_hook(c.family, c.chain.type, c.chain.hook))
             return refuse(c.loc, "base chain type '" + c.chain.type + "' on hook '" + c.chain.hook + "'");
           if (c.chain.has_hook && c.chain.type == "nat" && c.chain.priority <= -200)
@@ -486,6 +513,7 @@ class Applier {
                 v.erase(v.begin() + i);
                 break;
               }
+            index_erased(t->chain_index);
           }
         }
         return true;
@@ -508,7 +536,10 @@ class Applier {
           if (c.set.auto_merge) return refuse(c.loc, "auto-merge");
           if (std::find(c.set.flags.begin(), c.set.flags.end(), "interval") != c.set.flags.end() && c.set.key_names.size() > 1)
             return refuse(c.loc, "interval sets of concatenations");
-          if (!t->set(c.name)) t->sets.push_back(cs);
+          if (!t->set(c.name)) {
+            t->sets.push_back(cs);
+            index_appended(t->sets, t->set_index);
+          }
         } else if (c.verb == Verb::Delete) {
           if (CTable* t = tx_.cache.table(c.family, c.table)) {
             auto& v = t->sets;
@@ -517,6 +548,7 @@ class Applier {
                 v.erase(v.begin() + i);
                 break;
               }
+            index_erased(t->set_index);
           }
         } else if (c.verb == Verb::Flush) {
           CTable* t = tx_.cache.table(c.family, c.table);
@@ -831,6 +863,7 @@ class Applier {
         }
         nc.comment = c.chain.comment;
         t->chains.push_back(std::move(nc));
+        index_appended(t->chains, t->chain_index_);
         return;
       }
       case Verb::Delete:
@@ -854,6 +887,7 @@ class Applier {
     if (use > 0) return kerr(c, Errno::Busy, &loc);
     size_t i = &ch - t.chains.data();
     t.chains.erase(t.chains.begin() + i);
+    index_erased(t.chain_index_);
   }
 
   void k_rule(Command& c, size_t idx) {
@@ -1023,6 +1057,7 @@ class Applier {
         }
         ns.handle = ++t->next_handle;
         t->sets.push_back(std::move(ns));
+        index_appended(t->sets, t->set_index_);
         return;
       }
       case Verb::Delete:
@@ -1042,6 +1077,7 @@ class Applier {
     for (const auto& e : s.elements) count_elem_refs(tx_, t, e, -1);
     size_t i = &s - t.sets.data();
     t.sets.erase(t.sets.begin() + i);
+    index_erased(t.set_index_);
   }
 
   void k_element(Command& c) {
