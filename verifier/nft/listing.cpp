@@ -43,9 +43,9 @@ bool parse_listing(std::string_view text, std::string_view file_name, NftState* 
     if (c.obj == Obj::Chain) {
       if (Chain* ch = cur->find_chain(c.name); ch && c.listed_handle) ch->handle = c.listed_handle;
     } else if (c.obj == Obj::Set || c.obj == Obj::Map) {
-      if (Set* st = cur->find_set(c.name); st && c.set.handle) st->handle = c.set.handle;
+      if (Set* st = cur->find_set(c.name); st && c.set->handle) st->handle = c.set->handle;
     } else if (c.obj == Obj::Flowtable) {
-      if (Flowtable* f = cur->find_flowtable(c.name); f && c.flowtable.handle) f->handle = c.flowtable.handle;
+      if (Flowtable* f = cur->find_flowtable(c.name); f && c.flowtable->handle) f->handle = c.flowtable->handle;
     }
   }
   (void)ti;

@@ -63,6 +63,31 @@ struct ApplyResult {
   bool not_modelled() const { return error && error->not_modelled; }
 };
 
+// ------------------------------------------------------------------ indexes (internal)
+
+namespace detail {
+struct TableIndex;
+struct SetIndex;
+}  // namespace detail
+
+/// Internal to the model: a look-up index over a vector of the state (names -> positions),
+/// built on first use and kept up to date by apply_script. A copy starts without one (it is
+/// rebuilt from the copied vectors on its first look-up). Code outside the model only reads
+/// the state's vectors; a caller that edits them must call NftState::reindex() afterwards.
+template <class T>
+class LazyIndex {
+ public:
+  LazyIndex() = default;
+  LazyIndex(const LazyIndex&) {}
+  LazyIndex& operator=(const LazyIndex&) {
+    p.reset();
+    return *this;
+  }
+  LazyIndex(LazyIndex&&) noexcept = default;
+  LazyIndex& operator=(LazyIndex&&) noexcept = default;
+  mutable std::shared_ptr<T> p;
+};
+
 // ------------------------------------------------------------------ values and statements
 
 /// The datatypes of set keys and values kpc models.
@@ -99,6 +124,7 @@ struct Element {
   std::optional<std::string> value;  ///< map value, canonical ("goto x", "drop", ...)
   std::optional<std::string> written_value;
   std::optional<std::string> timeout, expires;  ///< as listed (only read from listings)
+  bool removed = false;  ///< internal: deleted by the transaction being applied (never set outside apply_script)
 };
 
 struct Set {
@@ -118,6 +144,10 @@ struct Set {
   std::optional<std::string> comment;
   std::vector<Element> elements;       ///< insertion order (knftables' Dump); nft lists them sorted
   bool has_flag(std::string_view f) const;
+  /// The element with these canonical key fields (an index look-up), or nullptr.
+  const Element* find_element(const std::vector<std::string>& key) const;
+  bool removed = false;                ///< internal (as Element::removed)
+  LazyIndex<detail::SetIndex> index;   ///< internal: elements by key
 };
 
 struct Chain {
@@ -130,6 +160,7 @@ struct Chain {
   std::string policy = "accept";
   std::optional<std::string> comment;
   std::vector<Rule> rules;
+  bool removed = false;  ///< internal (as Element::removed)
 };
 
 struct Flowtable {
@@ -155,6 +186,8 @@ struct Table {
   Set* find_set(std::string_view n);
   const Set* find_set(std::string_view n) const;
   Flowtable* find_flowtable(std::string_view n);
+  const Flowtable* find_flowtable(std::string_view n) const;
+  LazyIndex<detail::TableIndex> index;  ///< internal: chains and sets by name
 };
 
 /// A node's nftables state: tables in creation order.
@@ -165,6 +198,8 @@ class NftState {
   Table* find_table(Family f, std::string_view name);
   const Table* find_table(Family f, std::string_view name) const;
   bool empty() const { return tables.empty(); }
+  /// Drops the look-up indexes (rebuilt on demand): for a caller that edited the vectors.
+  void reindex();
 };
 
 /// Applies a script atomically (see the file comment). file_name is used in messages.
