@@ -28,6 +28,29 @@ std::string elem_key(const std::vector<std::string>& key) {
   return out;
 }
 
+namespace {
+void bump(UseMap& m, std::string_view name, int delta) {
+  auto it = m.find(name);
+  if (it == m.end()) it = m.emplace(std::string(name), 0).first;
+  it->second += delta;
+}
+}  // namespace
+
+std::optional<std::string_view> verdict_chain(const std::optional<std::string>& v) {
+  if (!v) return std::nullopt;
+  if (v->rfind("goto ", 0) == 0) return std::string_view(*v).substr(5);
+  if (v->rfind("jump ", 0) == 0) return std::string_view(*v).substr(5);
+  return std::nullopt;
+}
+void count_refs(TableIndex& ix, const Rule& r, int delta) {
+  for (const auto& c : r.refs.chains) bump(ix.chain_use, c, delta);
+  for (const auto& s : r.refs.sets) bump(ix.set_use, s, delta);
+  for (const auto& f : r.refs.flowtables) bump(ix.ft_use, f, delta);
+}
+void count_refs(TableIndex& ix, const Element& e, int delta) {
+  if (auto c = verdict_chain(e.value)) bump(ix.chain_use, *c, delta);
+}
+
 TableIndex& table_index(const Table& t) {
   auto& p = t.index.p;
   if (!p || p->n_chains != t.chains.size() || p->n_sets != t.sets.size()) {
@@ -40,6 +63,13 @@ TableIndex& table_index(const Table& t) {
       if (!t.sets[i].removed) ix->sets.emplace(t.sets[i].name, static_cast<uint32_t>(i));
     ix->n_chains = t.chains.size();
     ix->n_sets = t.sets.size();
+    for (const auto& ch : t.chains)
+      if (!ch.removed)
+        for (const auto& r : ch.rules) count_refs(*ix, r, +1);
+    for (const auto& st : t.sets)
+      if (!st.removed)
+        for (const auto& e : st.elements)
+          if (!e.removed) count_refs(*ix, e, +1);
     p = std::move(ix);
   }
   return *p;
@@ -158,7 +188,8 @@ int misspell_distance(std::string_view a, std::string_view b) {
   const unsigned maxl = std::max(la, lb), minl = std::min(la, lb);
   if (maxl <= 1) return -1;
   unsigned threshold = maxl - minl <= 1 ? std::max((maxl + 2) / 3, 1u) : (maxl + 2 + 2) / 3;
-  std::vector<unsigned> d((la + 1) * (lb + 1), 0);
+  static thread_local std::vector<unsigned> d;  // (one allocation for the many look-ups of a hint)
+  d.assign((la + 1) * (lb + 1), 0);
   auto at = [&](unsigned i, unsigned j) -> unsigned& { return d[i * lb + j]; };
   auto ch = [](std::string_view s, unsigned i) -> char { return i < s.size() ? s[i] : '\0'; };
   for (unsigned i = 0; i <= la; ++i) at(i, 0) = i;
@@ -213,32 +244,51 @@ struct CTable {
   std::vector<CChain> chains;
   std::vector<CSet> sets;
   std::vector<std::string_view> flowtables;
+  // What evaluation added (by name); what the cache loaded mirrors the state's table (same
+  // positions) and is found through its index. st is only set while commands are evaluated
+  // (the state does not change then).
   SvIndex chain_ix, set_ix;
+  const Table* st = nullptr;
+  size_t loaded_chains = 0, loaded_sets = 0;
   CChain* chain(std::string_view n) {
-    auto it = chain_ix.find(n);
-    return it == chain_ix.end() ? nullptr : &chains[it->second];
+    if (auto it = chain_ix.find(n); it != chain_ix.end()) return &chains[it->second];
+    if (st && loaded_chains) {
+      const auto& ix = table_index(*st).chains;
+      if (auto it = ix.find(n); it != ix.end() && it->second < loaded_chains && !chains[it->second].gone)
+        return &chains[it->second];
+    }
+    return nullptr;
   }
   CSet* set(std::string_view n) {
-    auto it = set_ix.find(n);
-    return it == set_ix.end() ? nullptr : &sets[it->second];
+    if (auto it = set_ix.find(n); it != set_ix.end()) return &sets[it->second];
+    if (st && loaded_sets) {
+      const auto& ix = table_index(*st).sets;
+      if (auto it = ix.find(n); it != ix.end() && it->second < loaded_sets && !sets[it->second].gone)
+        return &sets[it->second];
+    }
+    return nullptr;
   }
   void add_chain(CChain c) {
-    if (chain_ix.emplace(c.name, static_cast<uint32_t>(chains.size())).second) chains.push_back(std::move(c));
+    if (chain(c.name)) return;
+    chain_ix.emplace(c.name, static_cast<uint32_t>(chains.size()));
+    chains.push_back(std::move(c));
   }
   void add_set(CSet c) {
-    if (set_ix.emplace(c.name, static_cast<uint32_t>(sets.size())).second) sets.push_back(std::move(c));
+    if (set(c.name)) return;
+    set_ix.emplace(c.name, static_cast<uint32_t>(sets.size()));
+    sets.push_back(std::move(c));
   }
   void delete_chain(std::string_view n) {
-    auto it = chain_ix.find(n);
-    if (it == chain_ix.end()) return;
-    chains[it->second].gone = true;
-    chain_ix.erase(it);
+    if (CChain* c = chain(n)) {
+      c->gone = true;
+      chain_ix.erase(n);
+    }
   }
   void delete_set(std::string_view n) {
-    auto it = set_ix.find(n);
-    if (it == set_ix.end()) return;
-    sets[it->second].gone = true;
-    set_ix.erase(it);
+    if (CSet* c = set(n)) {
+      c->gone = true;
+      set_ix.erase(n);
+    }
   }
 };
 struct Cache {
@@ -313,9 +363,9 @@ Cache load_cache(const NftState& s, unsigned flags) {
     CTable ct;
     ct.family = t.family;
     ct.name = c.intern(t.name);
+    ct.st = &t;
     if (flags & kChain) {
       ct.chains.reserve(t.chains.size());
-      ct.chain_ix.reserve(t.chains.size());
       for (const auto& ch : t.chains) {
         CChain cc;
         cc.name = c.intern(ch.name);
@@ -323,13 +373,14 @@ Cache load_cache(const NftState& s, unsigned flags) {
           cc.rules.reserve(ch.rules.size());
           for (const auto& r : ch.rules) cc.rules.push_back({r.handle, 0});
         }
-        ct.add_chain(std::move(cc));
+        ct.chains.push_back(std::move(cc));
       }
+      ct.loaded_chains = ct.chains.size();
     }
     if (flags & kSet) {
       ct.sets.reserve(t.sets.size());
-      ct.set_ix.reserve(t.sets.size());
-      for (const auto& st : t.sets) ct.add_set(CSet{c.intern(st.name), st.is_map, st.key, st.data});
+      for (const auto& st : t.sets) ct.sets.push_back(CSet{c.intern(st.name), st.is_map, st.key, st.data});
+      ct.loaded_sets = ct.sets.size();
     }
     if (flags & kFlowtable)
       for (const auto& f : t.flowtables) ct.flowtables.push_back(c.intern(f.name));
@@ -443,10 +494,6 @@ struct Tx {
   std::vector<Err> errors;
   std::vector<std::string> warnings;
   uint64_t next_tx_id = 0;
-  // derived reference counts, per table
-  using UseMap = std::unordered_map<std::string, int, SvHash, std::equal_to<>>;
-  std::unordered_map<const Table*, UseMap> chain_use, set_use, ft_use;
-
   explicit Tx(NftState& w) : work(w) {}
 };
 
@@ -461,52 +508,12 @@ bool modelled_hook(Family f, const std::string& type, const std::string& hook) {
   return false;  // route and others: not modelled
 }
 
-void bump(Tx::UseMap& m, std::string_view name, int delta) {
-  auto it = m.find(name);
-  if (it == m.end()) it = m.emplace(std::string(name), 0).first;
-  it->second += delta;
-}
-int use_of(Tx::UseMap& m, std::string_view name) {
+int use_of(const UseMap& m, std::string_view name) {
   auto it = m.find(name);
   return it == m.end() ? 0 : it->second;
 }
-void count_rule_refs(Tx& tx, const Table& t, const Rule& r, int delta) {
-  if (!r.refs.chains.empty()) {
-    auto& m = tx.chain_use[&t];
-    for (const auto& c : r.refs.chains) bump(m, c, delta);
-  }
-  if (!r.refs.sets.empty()) {
-    auto& m = tx.set_use[&t];
-    for (const auto& s : r.refs.sets) bump(m, s, delta);
-  }
-  if (!r.refs.flowtables.empty()) {
-    auto& m = tx.ft_use[&t];
-    for (const auto& f : r.refs.flowtables) bump(m, f, delta);
-  }
-}
-std::optional<std::string_view> verdict_chain(const std::optional<std::string>& v) {
-  if (!v) return std::nullopt;
-  if (v->rfind("goto ", 0) == 0) return std::string_view(*v).substr(5);
-  if (v->rfind("jump ", 0) == 0) return std::string_view(*v).substr(5);
-  return std::nullopt;
-}
-void count_elem_refs(Tx& tx, const Table& t, const Element& e, int delta) {
-  if (auto c = verdict_chain(e.value)) bump(tx.chain_use[&t], *c, delta);
-}
-void build_uses(Tx& tx) {
-  tx.chain_use.clear();
-  tx.set_use.clear();
-  tx.ft_use.clear();
-  for (const auto& t : tx.work.tables) {
-    for (const auto& ch : t.chains)
-      if (!ch.removed)
-        for (const auto& r : ch.rules) count_rule_refs(tx, t, r, +1);
-    for (const auto& s : t.sets)
-      if (!s.removed)
-        for (const auto& e : s.elements)
-          if (!e.removed) count_elem_refs(tx, t, e, +1);
-  }
-}
+void count_rule_refs(const Table& t, const Rule& r, int delta) { count_refs(table_index(t), r, delta); }
+void count_elem_refs(const Table& t, const Element& e, int delta) { count_refs(table_index(t), e, delta); }
 
 // Canonical element of a set (key fields by the set's key types, value by its data type).
 std::optional<std::string> make_element(const Set& s, const ElemSpec& spec, Element* out, bool need_value) {
@@ -576,13 +583,13 @@ class Applier {
       i = j;
       if (!ok && ++nerrs == 10) break;
     }
+    for (auto& t : tx_.cache.tables) t.st = nullptr;  // the state changes from here
     return nerrs == 0;
   }
 
   // The kernel's batch: every message applied in order; failures recorded (the batch goes on,
   // as nfnetlink does, so that every error is reported).
   void kernel(std::vector<Command>& cmds) {
-    build_uses(tx_);
     for (size_t i = 0; i < cmds.size(); ++i) kernel_one(cmds[i], i);
   }
 
@@ -1135,6 +1142,21 @@ class Applier {
     }
   }
 
+  // Drops the removed objects of v, keeping the order; ix follows the others.
+  template <class V>
+  static void compact(V& v, NameIndex& ix) {
+    size_t w = 0;
+    for (size_t r = 0; r < v.size(); ++r) {
+      if (v[r].removed) continue;
+      if (w != r) {
+        v[w] = std::move(v[r]);
+        if (auto it = ix.find(v[w].name); it != ix.end()) it->second = static_cast<uint32_t>(w);
+      }
+      ++w;
+    }
+    v.erase(v.begin() + static_cast<long>(w), v.end());
+  }
+
   // Commits the batch: removed objects leave their vectors.
   void commit() {
     log_.clear();
@@ -1154,9 +1176,12 @@ class Applier {
         }
       }
       if (std::find(dirty_tables_.begin(), dirty_tables_.end(), t.handle) != dirty_tables_.end()) {
-        std::erase_if(t.chains, [](const Chain& c) { return c.removed; });
-        std::erase_if(t.sets, [](const Set& s) { return s.removed; });
-        t.index.p.reset();
+        // the index's names move with their objects (its use counts stay as they are)
+        TableIndex& ix = table_index(t);
+        compact(t.chains, ix.chains);
+        compact(t.sets, ix.sets);
+        ix.n_chains = t.chains.size();
+        ix.n_sets = t.sets.size();
       }
     }
   }
@@ -1165,7 +1190,7 @@ class Applier {
   // Rules this batch removed (table, chain, handle): the kernel still finds them by handle.
   std::set<std::tuple<uint64_t, uint64_t, uint64_t>> removed_;  // (table handle, chain handle, rule handle)
   void release_rule(Table& t, const Chain& chain, const Rule& r) {
-    count_rule_refs(tx_, t, r, -1);
+    count_rule_refs(t, r, -1);
     removed_.insert({t.handle, chain.handle, r.handle});
   }
 
@@ -1173,7 +1198,6 @@ class Applier {
     switch (c.obj) {
       case Obj::Ruleset: {
         clear_tables();
-        build_uses(tx_);
         return;
       }
       case Obj::Table: return k_table(c);
@@ -1206,13 +1230,11 @@ class Applier {
           nt.comment = c.table_comment;
           nt.flags = c.table_flags;
           add_table(std::move(nt));
-          build_uses(tx_);
         }
         return;
       case Verb::Delete:
         if (!t) return kerr(c, Errno::Noent, &c.table_loc);
         erase_table(*t);
-        build_uses(tx_);
         return;
       case Verb::Flush:
         if (!t) return kerr(c, Errno::Noent, &c.table_loc);
@@ -1284,7 +1306,7 @@ class Applier {
     // references (EBUSY): the removals stay in the batch.
     for (const auto& r : ch.rules) release_rule(t, ch, r);
     clear_rules(t, ch);
-    int use = use_of(tx_.chain_use[&t], ch.name);
+    int use = use_of(table_index(t).chain_use, ch.name);
     if (use > 0) return kerr(c, Errno::Busy, &loc);
     remove_chain(t, ch);
   }
@@ -1391,7 +1413,7 @@ class Applier {
     r.canonicalized = mr.canonicalized;
     r.refs = std::move(mr.refs);
     r.tx_id = txid_[idx];
-    count_rule_refs(tx_, *t, r, +1);
+    count_rule_refs(*t, r, +1);
     for (const auto& d : r.refs.dynset)
       if (Set* s = t->find_set(d); s && s->size == 0) set_size(*t, *s, 65535, true);
     if (c.verb == Verb::Replace) {
@@ -1462,7 +1484,7 @@ class Applier {
       case Verb::Flush:
         if (!s) return kerr(c, Errno::Noent, &c.name_loc);
         for (const auto& e : s->elements)
-          if (!e.removed) count_elem_refs(tx_, *t, e, -1);
+          if (!e.removed) count_elem_refs(*t, e, -1);
         clear_elements(*t, *s);
         return;
       default: return;
@@ -1470,9 +1492,9 @@ class Applier {
   }
 
   void delete_set(const Command& c, Table& t, Set& s, const Loc& loc) {
-    if (use_of(tx_.set_use[&t], s.name) > 0) return kerr(c, Errno::Busy, &loc);
+    if (use_of(table_index(t).set_use, s.name) > 0) return kerr(c, Errno::Busy, &loc);
     for (const auto& e : s.elements)
-      if (!e.removed) count_elem_refs(tx_, t, e, -1);
+      if (!e.removed) count_elem_refs(t, e, -1);
     remove_set(t, s);
   }
 
@@ -1495,7 +1517,7 @@ class Applier {
       auto it = ix.elems.find(key);
       if (c.verb == Verb::Delete) {
         if (it == ix.elems.end()) return kerr_elem(c, Errno::Noent, spec.key_loc);
-        count_elem_refs(tx_, *t, s->elements[it->second], -1);
+        count_elem_refs(*t, s->elements[it->second], -1);
         remove_element(*t, *s, it);
         continue;
       }
@@ -1518,7 +1540,7 @@ class Applier {
         if (s->is_map && x.value != e.value) return kerr_elem(c, Errno::Exist, spec.key_loc);
         continue;
       }
-      count_elem_refs(tx_, *t, e, +1);
+      count_elem_refs(*t, e, +1);
       add_element(*t, *s, std::move(e), std::move(key));
     }
   }
@@ -1529,7 +1551,7 @@ class Applier {
     if (c.verb == Verb::Delete && c.handle) {
       for (size_t i = 0; i < t->flowtables.size(); ++i)
         if (t->flowtables[i].handle == *c.handle) {
-          if (use_of(tx_.ft_use[t], t->flowtables[i].name) > 0) return kerr(c, Errno::Busy, &c.handle_loc);
+          if (use_of(table_index(*t).ft_use, t->flowtables[i].name) > 0) return kerr(c, Errno::Busy, &c.handle_loc);
           erase_flowtable(*t, i);
           return;
         }
@@ -1553,7 +1575,7 @@ class Applier {
         return;
       case Verb::Delete:
         if (!f) return kerr(c, Errno::Noent, &c.name_loc);
-        if (use_of(tx_.ft_use[t], c.name) > 0) return kerr(c, Errno::Busy, &c.name_loc);
+        if (use_of(table_index(*t).ft_use, c.name) > 0) return kerr(c, Errno::Busy, &c.name_loc);
         erase_flowtable(*t, static_cast<size_t>(f - t->flowtables.data()));
         return;
       default: return;
@@ -1561,121 +1583,137 @@ class Applier {
   }
 };
 
-// A table's jump graph (rules and verdict maps) over its live chains, by position.
+// A table's jump graph (rules and verdict maps) over its live chains, by position. (Its
+// names are views of the table's, which do not change while it is used.)
 struct JumpGraph {
+  static constexpr uint32_t kUnknown = UINT32_MAX;  // a target that is not a live chain
   std::vector<const Chain*> chains;           // live chains, in order
-  std::vector<std::vector<uint32_t>> edges;   // per chain: targets (rule order; set targets expanded)
-  std::vector<uint32_t> unknown;              // per chain: targets that are not live chains (leaves)
+  std::vector<uint32_t> first;                // per chain: its targets are targets[first[i], first[i+1])
+  std::vector<uint32_t> targets;              // (rule order; a map's targets in element order)
   explicit JumpGraph(const Table& t) {
-    NameIndex ids;
+    std::unordered_map<std::string_view, uint32_t> ids;
     ids.reserve(t.chains.size());
+    chains.reserve(t.chains.size());
     for (const auto& ch : t.chains)
       if (!ch.removed && ids.emplace(ch.name, static_cast<uint32_t>(chains.size())).second) chains.push_back(&ch);
-    const uint32_t kUnknown = UINT32_MAX;
     auto id = [&](std::string_view n) -> uint32_t {
       auto it = ids.find(n);
       return it == ids.end() ? kUnknown : it->second;
     };
-    NameIndex set_ids;
-    std::vector<std::vector<uint32_t>> set_targets;
+    std::unordered_map<std::string_view, std::vector<uint32_t>> set_targets;
     for (const auto& st : t.sets) {
       if (st.removed) continue;
-      std::vector<uint32_t> targets;
+      std::vector<uint32_t>* out = nullptr;
       for (const auto& e : st.elements)
         if (!e.removed)
-          if (auto c = verdict_chain(e.value)) targets.push_back(id(*c));
-      if (targets.empty()) continue;
-      if (set_ids.emplace(st.name, static_cast<uint32_t>(set_targets.size())).second) set_targets.push_back(std::move(targets));
+          if (auto c = verdict_chain(e.value)) {
+            if (!out) out = &set_targets[st.name];
+            out->push_back(id(*c));
+          }
     }
-    edges.resize(chains.size());
-    for (uint32_t i = 0; i < chains.size(); ++i) {
-      auto& out = edges[i];
-      for (const auto& r : chains[i]->rules) {
-        for (const auto& c : r.refs.chains) out.push_back(id(c));
+    first.reserve(chains.size() + 1);
+    for (const Chain* ch : chains) {
+      first.push_back(static_cast<uint32_t>(targets.size()));
+      for (const auto& r : ch->rules) {
+        for (const auto& c : r.refs.chains) targets.push_back(id(c));
         for (const auto& sname : r.refs.sets) {
-          auto it = set_ids.find(sname);
-          if (it != set_ids.end()) out.insert(out.end(), set_targets[it->second].begin(), set_targets[it->second].end());
+          auto it = set_targets.find(sname);
+          if (it != set_targets.end()) targets.insert(targets.end(), it->second.begin(), it->second.end());
         }
       }
     }
+    first.push_back(static_cast<uint32_t>(targets.size()));
   }
 };
 
-// A cycle in a table's jump graph (rules and verdict maps): the kernel reports loops as
-// EMLINK at places kpc does not model.
-std::optional<std::string> find_loop(const NftState& s) {
-  for (const auto& t : s.tables) {
-    JumpGraph g(t);
-    const size_t n = g.chains.size();
-    std::vector<uint8_t> color(n, 0);
-    std::vector<int> depth(n, 0);
-    std::optional<std::string> found;
-    // (a target that is not a live chain is a leaf: depth 0)
-    std::function<int(uint32_t)> dfs = [&](uint32_t v) -> int {
-      if (v == UINT32_MAX) return 0;
-      uint8_t& c = color[v];
-      if (c == 1) {
-        found = g.chains[v]->name;
-        return 0;
+// dnat/snat/masquerade/reject in a chain a base chain of another type or hook reaches: the
+// kernel refuses it (EOPNOTSUPP) on a message kpc does not pin down. Not modelled.
+std::optional<std::string> find_misplaced(const Table& t, const JumpGraph& g) {
+  bool any = false;
+  for (const Chain* ch : g.chains)
+    for (const auto& r : ch->rules) any = any || r.refs.dnat || r.refs.snat || r.refs.masquerade || r.refs.reject;
+  if (!any) return std::nullopt;
+  (void)t;
+  const size_t n = g.chains.size();
+  std::vector<uint32_t> seen(n, UINT32_MAX);  // the base chain whose walk saw the chain
+  std::vector<uint32_t> todo;
+  for (uint32_t b = 0; b < n; ++b) {
+    const Chain& base = *g.chains[b];
+    if (!base.base) continue;
+    const std::string& h = base.hook;
+    const bool nat = base.type == "nat";
+    const bool dnat_ok = nat && (h == "prerouting" || h == "output"), snat_ok = nat && (h == "postrouting" || h == "input"),
+               masq_ok = nat && h == "postrouting",
+               reject_ok = h == "prerouting" || h == "input" || h == "forward" || h == "output";
+    todo.assign(1, b);
+    while (!todo.empty()) {
+      uint32_t v = todo.back();
+      todo.pop_back();
+      if (v == JumpGraph::kUnknown || seen[v] == b) continue;
+      seen[v] = b;
+      const Chain* ch = g.chains[v];
+      for (const auto& r : ch->rules) {
+        const RuleRefs& f = r.refs;
+        bool bad = (f.dnat && !dnat_ok) || (f.snat && !snat_ok) || (f.masquerade && !masq_ok) || (f.reject && !reject_ok);
+        if (bad)
+          return "a rule of chain " + ch->name + " (" + r.canonical + ") reached from base chain " + base.name +
+                 " (type " + base.type + " hook " + h + ")";
       }
-      if (c == 2) return depth[v];
-      c = 1;
-      int d = 0;
-      for (uint32_t m : g.edges[v]) {
-        d = std::max(d, 1 + dfs(m));
-        if (found) return 0;
-      }
-      color[v] = 2;
-      depth[v] = d;
-      return d;
-    };
-    for (uint32_t i = 0; i < n; ++i) {
-      int d = dfs(i);
-      if (found) return "a loop through chain " + *found + " in table " + family_name(t.family) + " " + t.name;
-      if (g.chains[i]->base && d > 15) return "a jump depth over 16 from base chain " + g.chains[i]->name;
+      for (uint32_t i = g.first[v]; i < g.first[v + 1]; ++i) todo.push_back(g.targets[i]);
     }
   }
   return std::nullopt;
 }
 
-// dnat/snat/masquerade/reject in a chain a base chain of another type or hook reaches: the
-// kernel refuses it (EOPNOTSUPP) on a message kpc does not pin down. Not modelled.
-std::optional<std::string> find_misplaced(const NftState& s) {
-  for (const auto& t : s.tables) {
-    bool any = false;
-    for (const auto& ch : t.chains)
-      if (!ch.removed)
-        for (const auto& r : ch.rules) any = any || r.refs.dnat || r.refs.snat || r.refs.masquerade || r.refs.reject;
-    if (!any) continue;
-    JumpGraph g(t);
-    const size_t n = g.chains.size();
-    std::vector<uint32_t> seen(n, UINT32_MAX);  // the base chain (by id) whose walk saw the chain
-    for (uint32_t b = 0; b < n; ++b) {
-      const Chain& base = *g.chains[b];
-      if (!base.base) continue;
-      std::vector<uint32_t> todo{b};
-      while (!todo.empty()) {
-        uint32_t v = todo.back();
-        todo.pop_back();
-        if (v == UINT32_MAX || seen[v] == b) continue;
-        seen[v] = b;
-        const Chain* ch = g.chains[v];
-        const std::string& h = base.hook;
-        bool nat = base.type == "nat";
-        for (const auto& r : ch->rules) {
-          const RuleRefs& f = r.refs;
-          bool bad = (f.dnat && !(nat && (h == "prerouting" || h == "output"))) ||
-                     (f.snat && !(nat && (h == "postrouting" || h == "input"))) ||
-                     (f.masquerade && !(nat && h == "postrouting")) ||
-                     (f.reject && !(h == "prerouting" || h == "input" || h == "forward" || h == "output"));
-          if (bad)
-            return "a rule of chain " + ch->name + " (" + r.canonical + ") reached from base chain " + base.name +
-                   " (type " + base.type + " hook " + h + ")";
-        }
-        for (uint32_t m : g.edges[v]) todo.push_back(m);
-      }
+// A cycle in a table's jump graph (rules and verdict maps): the kernel reports loops as
+// EMLINK at places kpc does not model.
+struct LoopFinder {
+  const JumpGraph& g;
+  std::vector<uint8_t> color;
+  std::vector<int> depth;
+  std::optional<uint32_t> found;
+  explicit LoopFinder(const JumpGraph& gr) : g(gr), color(gr.chains.size(), 0), depth(gr.chains.size(), 0) {}
+  // (a target that is not a live chain is a leaf: depth 0)
+  int dfs(uint32_t v) {
+    if (v == JumpGraph::kUnknown) return 0;
+    uint8_t& c = color[v];
+    if (c == 1) {
+      found = v;
+      return 0;
     }
+    if (c == 2) return depth[v];
+    c = 1;
+    int d = 0;
+    for (uint32_t i = g.first[v]; i < g.first[v + 1]; ++i) {
+      d = std::max(d, 1 + dfs(g.targets[i]));
+      if (found) return 0;
+    }
+    color[v] = 2;
+    depth[v] = d;
+    return d;
   }
+};
+std::optional<std::string> find_loop(const Table& t, const JumpGraph& g) {
+  LoopFinder f(g);
+  for (uint32_t i = 0; i < g.chains.size(); ++i) {
+    int d = f.dfs(i);
+    if (f.found) return "a loop through chain " + g.chains[*f.found]->name + " in table " + family_name(t.family) + " " + t.name;
+    if (g.chains[i]->base && d > 15) return "a jump depth over 16 from base chain " + g.chains[i]->name;
+  }
+  return std::nullopt;
+}
+
+// The checks after the batch: misplaced statements (every table), then loops.
+std::optional<Err> check_graphs(const NftState& s) {
+  std::vector<JumpGraph> graphs;
+  graphs.reserve(s.tables.size());
+  for (const auto& t : s.tables) graphs.emplace_back(t);
+  for (size_t i = 0; i < s.tables.size(); ++i)
+    if (auto bad = find_misplaced(s.tables[i], graphs[i]))
+      return Err{Loc{1, 1, 1}, "not modelled by kpc: " + *bad + " (the kernel refuses such statements there)", true};
+  for (size_t i = 0; i < s.tables.size(); ++i)
+    if (auto loop = find_loop(s.tables[i], graphs[i]))
+      return Err{Loc{1, 1, 1}, "not modelled by kpc: " + *loop + " (the kernel refuses loops with EMLINK)", true};
   return std::nullopt;
 }
 
@@ -1786,11 +1824,7 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
   for (const auto& e : a.tx_.errors)
     if (e.not_modelled) return fail_whole(e);
   if (eval_ok) {
-    if (auto bad = find_misplaced(state))
-      return fail_whole(
-          Err{Loc{1, 1, 1}, "not modelled by kpc: " + *bad + " (the kernel refuses such statements there)", true});
-    if (auto loop = find_loop(state))
-      return fail_whole(Err{Loc{1, 1, 1}, "not modelled by kpc: " + *loop + " (the kernel refuses loops with EMLINK)", true});
+    if (auto bad = check_graphs(state)) return fail_whole(*bad);
   }
   res.warnings = std::move(a.tx_.warnings);
   if (!a.tx_.errors.empty()) {

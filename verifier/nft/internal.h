@@ -215,9 +215,13 @@ struct SvHash {
 using NameIndex = std::unordered_map<std::string, uint32_t, SvHash, std::equal_to<>>;
 
 /// A table's live chains and sets by name (positions in its vectors).
+using UseMap = std::unordered_map<std::string, int, SvHash, std::equal_to<>>;
 struct TableIndex {
   NameIndex chains, sets;
   size_t n_chains = 0, n_sets = 0;  ///< the vectors' sizes the index covers
+  /// References held by the table's rules and map elements, by the name they reference
+  /// (what the kernel's use counts say: a chain, set or flowtable in use cannot go).
+  UseMap chain_use, set_use, ft_use;
 };
 /// A set's live elements by key (elem_key) -> position.
 struct SetIndex {

@@ -53,7 +53,7 @@ bool parse_listing(std::string_view text, std::string_view file_name, NftState* 
   for (const auto& t : s.tables) maxh = std::max(maxh, t.handle);
   // Assign rule handles chain by chain from the listed ones.
   for (auto& t : s.tables) {
-    std::unordered_map<std::string, size_t> pos;
+    std::unordered_map<std::string_view, size_t> pos;  // (views of the commands' names)
     for (const auto& c : cmds) {
       if (c.obj != Obj::Rule || c.family != t.family || c.table != t.name) continue;
       Chain* ch = t.find_chain(c.name);
