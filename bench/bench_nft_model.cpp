@@ -70,6 +70,13 @@ void BM_NftModelApplyFull(benchmark::State& state) {
 }
 BENCHMARK(BM_NftModelApplyFull)->Unit(benchmark::kMillisecond)->Iterations(2);
 
+// A copy of the 10k node with its look-up indexes built (as the node a transaction left).
+nft::NftState warm_copy() {
+  nft::NftState st = full_state();
+  for (const auto& t : st.tables) (void)t.find_chain("");
+  return st;
+}
+
 // The partial applied to the 10k node (the copy of the node is not timed).
 void BM_NftModelApplyPartial(benchmark::State& state) {
   const std::string& text = partial_text();
@@ -77,7 +84,7 @@ void BM_NftModelApplyPartial(benchmark::State& state) {
   size_t ops = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    nft::NftState st = full_state();
+    nft::NftState st = warm_copy();
     state.ResumeTiming();
     auto r = nft::apply_script(st, text, "partial.nft");
     if (!r.ok) state.SkipWithError("the partial fails");
@@ -90,13 +97,19 @@ void BM_NftModelApplyPartial(benchmark::State& state) {
 }
 BENCHMARK(BM_NftModelApplyPartial)->Unit(benchmark::kMillisecond)->Iterations(5);
 
-// A failing partial (its last command deletes a missing chain): applied, then rolled back.
+// A failing partial (its last command deletes a missing chain, which nft answers with a
+// "did you mean" hint from its cache of 133,000 chains): applied, then rolled back.
 void BM_NftModelApplyPartialRolledBack(benchmark::State& state) {
   std::string text = partial_text() + "delete chain ip kube-proxy no-such-chain\n";
-  nft::NftState st = full_state();
   for (auto _ : state) {
+    state.PauseTiming();
+    nft::NftState st = warm_copy();
+    state.ResumeTiming();
     auto r = nft::apply_script(st, text, "partial.nft");
     if (r.ok) state.SkipWithError("the failing partial applies");
+    state.PauseTiming();
+    { nft::NftState gone = std::move(st); }
+    state.ResumeTiming();
   }
 }
 BENCHMARK(BM_NftModelApplyPartialRolledBack)->Unit(benchmark::kMillisecond)->Iterations(5);

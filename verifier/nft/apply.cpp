@@ -516,7 +516,8 @@ void count_rule_refs(const Table& t, const Rule& r, int delta) { count_refs(tabl
 void count_elem_refs(const Table& t, const Element& e, int delta) { count_refs(table_index(t), e, delta); }
 
 // Canonical element of a set (key fields by the set's key types, value by its data type).
-std::optional<std::string> make_element(const Set& s, const ElemSpec& spec, Element* out, bool need_value) {
+// (The spec is used up: its texts move into the element.)
+std::optional<std::string> make_element(const Set& s, ElemSpec& spec, Element* out, bool need_value) {
   if (spec.key.size() != s.key.size()) return "an element with " + std::to_string(spec.key.size()) + " key fields for a key of " + std::to_string(s.key.size());
   std::string raw;
   for (size_t i = 0; i < spec.key.size(); ++i) {
@@ -532,10 +533,10 @@ std::optional<std::string> make_element(const Set& s, const ElemSpec& spec, Elem
   bool host = s.key.size() > 1 || s.key[0] == Dtype::Mark || s.key[0] == Dtype::Integer;
   if (host) std::reverse(raw.begin(), raw.end());
   out->sort_key = raw;
-  out->written_key = spec.key;
-  out->comment = spec.comment;
-  out->timeout = spec.timeout;
-  out->expires = spec.expires;
+  out->written_key = std::move(spec.key);
+  out->comment = std::move(spec.comment);
+  out->timeout = std::move(spec.timeout);
+  out->expires = std::move(spec.expires);
   if (spec.value) {
     if (!s.is_map) return std::string("a value for a set element");
     if (s.data == Dtype::Verdict) {
@@ -549,7 +550,7 @@ std::optional<std::string> make_element(const Set& s, const ElemSpec& spec, Elem
       if (!canonical_value(s.data, *spec.value, &canon, &bytes)) return "map value '" + *spec.value + "'";
       out->value = canon;
     }
-    out->written_value = spec.value;
+    out->written_value = std::move(spec.value);
   } else if (s.is_map && need_value) {
     return std::string();  // EINVAL, handled by the caller
   }
@@ -1413,6 +1414,7 @@ class Applier {
     r.canonicalized = mr.canonicalized;
     r.refs = std::move(mr.refs);
     r.tx_id = txid_[idx];
+    c.rule.reset();  // (what is left of the command's rule is not needed again)
     count_rule_refs(*t, r, +1);
     for (const auto& d : r.refs.dynset)
       if (Set* s = t->find_set(d); s && s->size == 0) set_size(*t, *s, 65535, true);
@@ -1504,7 +1506,7 @@ class Applier {
     Set* s = t->find_set(c.name);
     if (!s) return kerr(c, Errno::Noent, &c.name_loc);
     const bool interval = s->has_flag("interval");
-    for (const auto& spec : c.elements) {
+    for (auto& spec : c.elements) {
       Element e;
       auto bad = make_element(*s, spec, &e, c.verb != Verb::Delete);
       if (bad && !bad->empty()) {

@@ -61,6 +61,7 @@ class Box {
     if (!p_) p_ = std::make_unique<T>();
     return *p_;
   }
+  void reset() { p_.reset(); }
  private:
   static const T& empty() {
     static const T e{};
