@@ -74,6 +74,8 @@ struct SetIndex;
 /// built on first use and kept up to date by apply_script. A copy starts without one (it is
 /// rebuilt from the copied vectors on its first look-up). Code outside the model only reads
 /// the state's vectors; a caller that edits them must call NftState::reindex() afterwards.
+/// (A const look-up may build the index: a state is not to be read from several threads at
+/// once before its first look-up.)
 template <class T>
 class LazyIndex {
  public:
