@@ -27,6 +27,13 @@ measure "kpc validate cluster.yaml" "$B/kpc" validate -q "$OUT/cluster.yaml"
 measure "kpc compile cluster.json (full)" "$B/kpc" compile "$OUT/cluster.json" -o "$OUT/full.restore"
 "$B/kpc" compile "$OUT/cluster.json" -o "$OUT/full.restore" --stats
 
+echo "== The nft model at 10,000 Services (docs/performance.md, \"nft model at 10,000 Services\")"
+"$B/kpc_bench_nft_model"
+"$B/kpc" compile "$OUT/cluster.json" --backend nftables -o "$OUT/full.nft"
+measure "kpc simulate --backend nftables full.nft" "$B/kpc" simulate --backend nftables "$OUT/full.nft" -o "$OUT/full.list"
+measure "kpc simulate --backend nftables --state full.list (re-print)" \
+  "$B/kpc" simulate --backend nftables --state "$OUT/full.list" -o /dev/null
+
 if [ "${1:-}" != "--no-kernel" ] && [ "$(id -u)" = 0 ]; then
   echo "== Real iptables-restore loading the same program (fresh namespace)"
   ns=kpc-bench-$$

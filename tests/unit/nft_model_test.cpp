@@ -76,7 +76,7 @@ TEST(NftModel, KubeProxyVocabularyPrintsAsNftListsIt) {
   for (const auto& [in, out] : cases) script += std::string("add rule ip t c ") + in + "\n";
   ApplyResult r = apply_script(s, script, "r.nft");
   ASSERT_TRUE(r.ok) << all_errors(r);
-  EXPECT_TRUE(r.warnings.empty());
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.at(0);
   auto rules = listed_rules(s, "c");
   ASSERT_EQ(rules.size(), std::size(cases));
   for (size_t i = 0; i < rules.size(); ++i) EXPECT_EQ(rules[i], cases[i].second) << cases[i].first;
@@ -291,6 +291,140 @@ TEST(NftModel, ListingRoundTripAndKnftablesDump) {
   EXPECT_EQ(dump.rfind("add table ip kube-proxy { comment \"rules for kube-proxy\" ; }\nadd chain ip kube-proxy cluster-ips-check\n", 0), 0u);
   EXPECT_LT(dump.find("add map ip kube-proxy firewall-ips"), dump.find("add rule ip kube-proxy cluster-ips-check"));
   EXPECT_EQ(print_knftables_dump(s, Family::Ip6, "kube-proxy"), "");
+}
+
+// A kube-proxy-like transaction of n Services on top of base(): chains, rules (jumps, dnat,
+// inline vmaps with anonymous sets), map and set elements, sets.
+std::vector<std::string> generated_commands(int n) {
+  std::vector<std::string> out;
+  auto ip = [](int net, int i) { return std::to_string(net) + ".1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1); };
+  const std::string t = "ip kube-proxy ";
+  for (int i = 0; i < n; ++i) {
+    std::string svc = "svc-" + std::to_string(i), a = "ep-" + std::to_string(i) + "-a", b = "ep-" + std::to_string(i) + "-b";
+    std::string vip = "172.30." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1);
+    for (const auto& c : {svc, a, b}) {
+      out.push_back("add chain " + t + c);
+      out.push_back("flush chain " + t + c);
+    }
+    for (const auto& [c, net] : {std::pair{a, 10}, std::pair{b, 11}}) {
+      out.push_back("add rule " + t + c + " ip saddr " + ip(net, i) + " jump mark-for-masquerade");
+      out.push_back("add rule " + t + c + " meta l4proto tcp dnat to " + ip(net, i) + ":8080");
+    }
+    out.push_back("add rule " + t + svc + " ip daddr " + vip + " tcp dport 80 ip saddr != 10.0.0.0/8 jump mark-for-masquerade");
+    out.push_back("add rule " + t + svc + " numgen random mod 2 vmap { 0 : goto " + a + " , 1 : goto " + b + " }");
+    out.push_back("add element " + t + "service-ips { " + vip + " . tcp . 80 : goto " + svc + " }");
+    out.push_back("add element " + t + "cluster-ips { " + vip + " }");
+    out.push_back("add set " + t + "aff-" + std::to_string(i) + " { type ipv4_addr ; flags dynamic,timeout ; timeout 600s ; }");
+  }
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& lines, size_t b, size_t e) {
+  std::string s;
+  for (size_t i = b; i < e; ++i) s += lines[i] + "\n";
+  return s;
+}
+
+// The same commands as one script, as several, and as several each first applied with a
+// failing last command (which must leave the node exactly as it was): one result.
+TEST(NftModel, LargeTransactionsAgreeWhateverTheirSplitAndFailuresRollBack) {
+  const std::vector<std::string> cmds = generated_commands(300);
+  NftState one = base();
+  ApplyResult r = apply_script(one, joined(cmds, 0, cmds.size()), "one.nft");
+  ASSERT_TRUE(r.ok) << all_errors(r);
+  EXPECT_TRUE(r.warnings.empty()) << r.warnings.at(0);
+  const std::string listed = print_ruleset(one, {true});
+  EXPECT_NE(listed.find("numgen random mod 2 vmap { 0 : goto ep-299-a, 1 : goto ep-299-b }"), std::string::npos);
+
+  NftState split = base(), failing = base();
+  const size_t parts = 7;
+  for (size_t p = 0; p < parts; ++p) {
+    size_t b = cmds.size() * p / parts, e = cmds.size() * (p + 1) / parts;
+    std::string part = joined(cmds, b, e);
+    ASSERT_TRUE(apply_script(split, part, "part.nft").ok);
+    const std::string before = print_ruleset(failing, {true});
+    const std::string dump_before = print_knftables_dump(failing, Family::Ip, "kube-proxy");
+    r = apply_script(failing, part + "delete chain ip kube-proxy no-such-chain\n", "fail.nft");
+    ASSERT_FALSE(r.ok);
+    EXPECT_FALSE(r.not_modelled());
+    ASSERT_EQ(r.errors.size(), 1u) << all_errors(r);
+    EXPECT_EQ(print_ruleset(failing, {true}), before) << "part " << p;
+    EXPECT_EQ(print_knftables_dump(failing, Family::Ip, "kube-proxy"), dump_before) << "part " << p;
+    ASSERT_TRUE(apply_script(failing, part, "part.nft").ok);
+  }
+  EXPECT_EQ(print_ruleset(split, {true}), listed);
+  EXPECT_EQ(print_knftables_dump(split, Family::Ip, "kube-proxy"), print_knftables_dump(one, Family::Ip, "kube-proxy"));
+  // the failed batches consumed handles (as the kernel's do): the same ruleset, other handles
+  EXPECT_EQ(print_ruleset(failing), print_ruleset(one));
+  EXPECT_EQ(print_knftables_dump(failing, Family::Ip, "kube-proxy"), print_knftables_dump(one, Family::Ip, "kube-proxy"));
+
+  // Every kind of change in one batch, undone when its last command fails.
+  const Table& kp = one.tables.at(0);
+  auto handle = [&](const std::string& chain, size_t i) { return std::to_string(kp.find_chain(chain)->rules.at(i).handle); };
+  const std::string t = "ip kube-proxy ";
+  std::string changes =
+      "delete rule " + t + "svc-3 handle " + handle("svc-3", 0) + "\n" +
+      "insert rule " + t + "svc-4 counter\n" +
+      "add rule " + t + "svc-4 handle " + handle("svc-4", 0) + " drop\n" +
+      "replace rule " + t + "svc-5 handle " + handle("svc-5", 1) + " ip daddr 172.30.9.9 drop\n" +
+      "flush chain " + t + "svc-6\n" +
+      "delete element " + t + "service-ips { 172.30.0.8 . tcp . 80 }\n" +
+      "flush chain " + t + "svc-7\n" +
+      "delete chain " + t + "svc-7\n" +
+      "delete chain " + t + "ep-6-a\n" +
+      "add element " + t + "cluster-ips { 172.31.0.1 }\n" +
+      "delete element " + t + "cluster-ips { 172.30.0.10 }\n" +
+      "add element " + t + "cluster-ips { 172.30.0.10 }\n" +
+      "delete set " + t + "aff-9\n" +
+      "add set " + t + "aff-9 { type ipv4_addr ; }\n" +
+      "add set " + t + "new-set { type ipv4_addr ; }\n" +
+      "add element " + t + "new-set { 1.2.3.4, 1.2.3.5 }\n" +
+      "delete element " + t + "new-set { 1.2.3.4 }\n" +
+      "add chain " + t + "new-chain\n" +
+      "add rule " + t + "new-chain update @aff-10 { ip saddr }\n" +
+      "add chain " + t + "nat-output { type nat hook output priority -100 ; policy drop ; }\n" +
+      "flush map " + t + "no-endpoint-services\n" +
+      "add element " + t + "no-endpoint-services { 1.1.1.1 . tcp . 80 : goto svc-11 }\n" +
+      "add flowtable " + t + "ft { hook ingress priority 0 ; devices = { lo } ; }\n" +
+      "add table ip other\nadd chain ip other c\nadd rule ip other c drop\ndelete table ip other\nadd table ip other2\n" +
+      "flush table ip kube-proxy\n" +
+      "add rule " + t + "svc-12 drop\n";
+  NftState applied = one;  // a copy: the batch applied to it as it would be without the failure
+  r = apply_script(applied, changes, "changes.nft");
+  ASSERT_TRUE(r.ok) << all_errors(r);
+  const std::string after = print_ruleset(applied, {true});
+  EXPECT_NE(after, listed);
+  EXPECT_NE(after.find("table ip other2"), std::string::npos);
+  EXPECT_EQ(after.find("table ip other {"), std::string::npos);
+
+  // A kernel error at the end: nothing changes but the handles the batch took and the size
+  // the kernel gave @aff-10 for the rule that updates it.
+  NftState node = one;
+  r = apply_script(node, changes + "delete chain ip kube-proxy no-such-chain\n", "changes.nft");
+  ASSERT_FALSE(r.ok);
+  EXPECT_FALSE(r.not_modelled());
+  NftState expected = one;
+  expected.tables[0].find_set("aff-10")->size = 65535;
+  expected.tables[0].find_set("aff-10")->size_implied = true;
+  EXPECT_EQ(print_ruleset(node, {true}), print_ruleset(expected, {true}));
+  EXPECT_EQ(print_knftables_dump(node, Family::Ip, "kube-proxy"), print_knftables_dump(one, Family::Ip, "kube-proxy"));
+  ASSERT_TRUE(apply_script(node, changes, "changes.nft").ok);
+  EXPECT_EQ(print_ruleset(node), print_ruleset(applied));
+  EXPECT_EQ(print_knftables_dump(node, Family::Ip, "kube-proxy"), print_knftables_dump(applied, Family::Ip, "kube-proxy"));
+
+  // A refusal at the end (kpc cannot say what nft does): nothing changes at all, handles included.
+  node = one;
+  r = apply_script(node, changes + "add rule ip kube-proxy svc-13 jump nat-output\n", "refused.nft");
+  ASSERT_TRUE(r.not_modelled()) << all_errors(r);
+  EXPECT_EQ(print_ruleset(node, {true}), listed);
+  ASSERT_TRUE(apply_script(node, changes, "changes.nft").ok);
+  EXPECT_EQ(print_ruleset(node, {true}), after);
+
+  // flush ruleset in a failing batch
+  node = one;
+  r = apply_script(node, "flush ruleset\nadd table ip x\ndelete chain ip kube-proxy services\n", "flush.nft");
+  ASSERT_FALSE(r.ok);
+  EXPECT_EQ(print_ruleset(node, {true}), listed);
 }
 
 TEST(NftModel, SyntaxErrorsAreLocated) {

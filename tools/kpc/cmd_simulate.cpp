@@ -6,7 +6,8 @@
 //
 // `kpc simulate --backend nftables [--state LIST] TRANSACTION... [--format nft|knftables]`:
 // applies nft scripts (each atomically, as `nft -f`) with the nft model (verifier/nft) and
-// prints the result as `nft list ruleset` (or knftables' Fake.Dump()). Exit 0 applied,
+// prints the result as `nft list ruleset` (or knftables' Fake.Dump()); with --state and no
+// transaction, the state itself. Exit 0 applied,
 // 2 a transaction fails (nft's error, naming the file) or bad input.
 #include <cstdio>
 #include <memory>
@@ -95,7 +96,17 @@ int run_nftables(const SimulateOptions& o) {
 }
 
 int run(const SimulateOptions& o) {
-  if (o.backend == "nftables") return run_nftables(o);
+  if (o.backend == "nftables") {
+    if (o.programs.empty() && o.state_file.empty()) {
+      std::fprintf(stderr, "kpc simulate: --backend nftables needs a transaction or --state (to print it)\n");
+      return kExitError;
+    }
+    return run_nftables(o);
+  }
+  if (o.programs.empty()) {
+    std::fprintf(stderr, "kpc simulate: programs is required\n");
+    return kExitError;
+  }
   if (!o.format.empty() || !o.output.empty() || o.handles) {
     std::fprintf(stderr, "kpc simulate: --format, -o and --handles are for --backend nftables\n");
     return kExitError;
@@ -165,7 +176,8 @@ void add_simulate(CLI::App& app, int& exit_code) {
       "simulate", "Apply restore programs as iptables-restore would and print the result as iptables-save would "
                   "(exit 0 applied, 1 a program fails, 2 bad input)");
   cmd->add_option("programs", opts->programs,
-                  "restore programs (nftables: nft transactions), applied in order ('-' for stdin)")->required();
+                  "restore programs (nftables: nft transactions), applied in order ('-' for stdin); with "
+                  "--backend nftables and --state, none prints the state as nft lists it");
   cmd->add_option("--state", opts->state_file,
                   "starting state: an iptables-save dump (nftables: `nft list ruleset` output, or a script "
                   "applied to an empty node) (default: empty)");
@@ -193,6 +205,7 @@ void add_simulate(CLI::App& app, int& exit_code) {
       "  kpc simulate --state node.save --noflush repair.restore --flavor nft\n"
       "  kpc simulate --backend nftables --state ruleset.nft sync1.nft sync2.nft   nft -f of each, in order\n"
       "  kpc simulate --backend nftables tx.nft --format knftables     kube-proxy's unit-test dump\n"
+      "  kpc simulate --backend nftables --state ruleset.nft --handles  the state re-printed (nft -a list ruleset)\n"
       "Exit codes: 0 applied, 1 a program fails (the state committed so far is printed), 2 bad input;\n"
       "  with --backend nftables: 0 applied, 2 a transaction fails (nft's errors on stderr) or bad input.");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });

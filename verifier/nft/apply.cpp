@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 #include <unordered_map>
+#include <variant>
 
 #include "verifier/nft/internal.h"
 
@@ -12,56 +13,135 @@ namespace kpc::verifier::nft {
 
 bool Set::has_flag(std::string_view f) const { return std::find(flags.begin(), flags.end(), f) != flags.end(); }
 
+namespace detail {
+
+std::string elem_key(const std::vector<std::string>& key) {
+  std::string out;
+  size_t n = 0;
+  for (const auto& f : key) n += f.size() + 4;
+  out.reserve(n);
+  for (const auto& f : key) {
+    uint32_t len = static_cast<uint32_t>(f.size());
+    out.append(reinterpret_cast<const char*>(&len), 4);
+    out += f;
+  }
+  return out;
+}
+
 namespace {
-
-// A position by name in a vector of named objects. A hit is checked (the object at that
-// position has that name); a miss is trusted only when the index is current: the model's
-// appends keep it current (index_appended), its erasures mark it stale (index_erased), and
-// an index built at another size than the vector's is stale too (a replaced vector).
-constexpr size_t kStaleIndex = static_cast<size_t>(-1);
-
-template <class V>
-void index_appended(V& v, Table::NameIndex& idx) {
-  if (idx.built_size != kStaleIndex && idx.built_size + 1 == v.size()) {
-    idx.pos.emplace(v.back().name, v.size() - 1);
-    idx.built_size = v.size();
-  } else {
-    idx.built_size = kStaleIndex;
-  }
+void bump(UseMap& m, std::string_view name, int delta) {
+  auto it = m.find(name);
+  if (it == m.end()) it = m.emplace(std::string(name), 0).first;
+  it->second += delta;
 }
-void index_erased(Table::NameIndex& idx) { idx.built_size = kStaleIndex; }
-
-template <class V>
-auto* indexed_find(V& v, Table::NameIndex& idx, std::string_view n) {
-  using P = decltype(&v[0]);
-  if (v.size() < 32) {
-    for (auto& x : v)
-      if (x.name == n) return static_cast<P>(&x);
-    return static_cast<P>(nullptr);
-  }
-  auto at = [&](std::string_view name) -> P {
-    auto it = idx.pos.find(name);
-    if (it == idx.pos.end() || it->second >= v.size() || v[it->second].name != name) return nullptr;
-    return &v[it->second];
-  };
-  if (P p = at(n)) return p;
-  if (idx.built_size == v.size()) return static_cast<P>(nullptr);
-  idx.pos.clear();
-  idx.pos.reserve(v.size());
-  for (size_t i = 0; i < v.size(); ++i) idx.pos.emplace(v[i].name, i);
-  idx.built_size = v.size();
-  return at(n);
-}
-
 }  // namespace
 
-Chain* Table::find_chain(std::string_view n) { return indexed_find(chains, chain_index_, n); }
-const Chain* Table::find_chain(std::string_view n) const { return indexed_find(chains, chain_index_, n); }
-Set* Table::find_set(std::string_view n) { return indexed_find(sets, set_index_, n); }
-const Set* Table::find_set(std::string_view n) const { return indexed_find(sets, set_index_, n); }
+std::optional<std::string_view> verdict_chain(const std::optional<std::string>& v) {
+  if (!v) return std::nullopt;
+  if (v->rfind("goto ", 0) == 0) return std::string_view(*v).substr(5);
+  if (v->rfind("jump ", 0) == 0) return std::string_view(*v).substr(5);
+  return std::nullopt;
+}
+void count_refs(TableIndex& ix, const Rule& r, int delta) {
+  for (const auto& c : r.refs.chains) bump(ix.chain_use, c, delta);
+  for (const auto& s : r.refs.sets) bump(ix.set_use, s, delta);
+  for (const auto& f : r.refs.flowtables) bump(ix.ft_use, f, delta);
+}
+void count_refs(TableIndex& ix, const Element& e, int delta) {
+  if (auto c = verdict_chain(e.value)) bump(ix.chain_use, *c, delta);
+}
+
+TableIndex& table_index(const Table& t) {
+  auto& p = t.index.p;
+  if (!p || p->n_chains != t.chains.size() || p->n_sets != t.sets.size()) {
+    auto ix = std::make_shared<TableIndex>();
+    ix->chains.reserve(t.chains.size());
+    for (size_t i = 0; i < t.chains.size(); ++i)
+      if (!t.chains[i].removed) ix->chains.emplace(t.chains[i].name, static_cast<uint32_t>(i));
+    ix->sets.reserve(t.sets.size());
+    for (size_t i = 0; i < t.sets.size(); ++i)
+      if (!t.sets[i].removed) ix->sets.emplace(t.sets[i].name, static_cast<uint32_t>(i));
+    ix->n_chains = t.chains.size();
+    ix->n_sets = t.sets.size();
+    for (const auto& ch : t.chains)
+      if (!ch.removed)
+        for (const auto& r : ch.rules) count_refs(*ix, r, +1);
+    for (const auto& st : t.sets)
+      if (!st.removed)
+        for (const auto& e : st.elements)
+          if (!e.removed) count_refs(*ix, e, +1);
+    p = std::move(ix);
+  }
+  return *p;
+}
+
+SetIndex& set_index(const Set& s) {
+  auto& p = s.index.p;
+  if (!p || p->n != s.elements.size()) {
+    auto ix = std::make_shared<SetIndex>();
+    ix->elems.reserve(s.elements.size());
+    for (size_t i = 0; i < s.elements.size(); ++i)
+      if (!s.elements[i].removed) ix->elems.emplace(elem_key(s.elements[i].key), static_cast<uint32_t>(i));
+    ix->n = s.elements.size();
+    p = std::move(ix);
+  }
+  return *p;
+}
+
+}  // namespace detail
+
+namespace {
+// An index look-up, checked (a stale index is rebuilt once).
+template <class V, class Ix>
+auto* indexed(V& v, std::string_view n, Ix get) {
+  using T = std::remove_reference_t<decltype(v[0])>;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const detail::NameIndex& ix = get();
+    auto it = ix.find(n);
+    if (it == ix.end()) return static_cast<T*>(nullptr);
+    if (it->second < v.size() && !v[it->second].removed && v[it->second].name == n) return &v[it->second];
+    if (attempt == 0) {
+      // stale: rebuild
+      get.reset();
+    }
+  }
+  return static_cast<T*>(nullptr);
+}
+struct ChainIx {
+  const Table& t;
+  const detail::NameIndex& operator()() const { return detail::table_index(t).chains; }
+  void reset() const { t.index.p.reset(); }
+};
+struct SetIx {
+  const Table& t;
+  const detail::NameIndex& operator()() const { return detail::table_index(t).sets; }
+  void reset() const { t.index.p.reset(); }
+};
+}  // namespace
+
+Chain* Table::find_chain(std::string_view n) { return indexed(chains, n, ChainIx{*this}); }
+const Chain* Table::find_chain(std::string_view n) const { return indexed(chains, n, ChainIx{*this}); }
+Set* Table::find_set(std::string_view n) { return indexed(sets, n, SetIx{*this}); }
+const Set* Table::find_set(std::string_view n) const { return indexed(sets, n, SetIx{*this}); }
 Flowtable* Table::find_flowtable(std::string_view n) {
   for (auto& f : flowtables)
     if (f.name == n) return &f;
+  return nullptr;
+}
+const Flowtable* Table::find_flowtable(std::string_view n) const {
+  for (const auto& f : flowtables)
+    if (f.name == n) return &f;
+  return nullptr;
+}
+const Element* Set::find_element(const std::vector<std::string>& key) const {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const detail::SetIndex& ix = detail::set_index(*this);
+    auto it = ix.elems.find(detail::elem_key(key));
+    if (it == ix.elems.end()) return nullptr;
+    if (it->second < elements.size() && !elements[it->second].removed && elements[it->second].key == key)
+      return &elements[it->second];
+    index.p.reset();
+  }
   return nullptr;
 }
 Table* NftState::find_table(Family f, std::string_view name) {
@@ -73,6 +153,12 @@ const Table* NftState::find_table(Family f, std::string_view name) const {
   for (const auto& t : tables)
     if (t.family == f && t.name == name) return &t;
   return nullptr;
+}
+void NftState::reindex() {
+  for (auto& t : tables) {
+    t.index.p.reset();
+    for (auto& s : t.sets) s.index.p.reset();
+  }
 }
 
 std::string NftError::to_string() const {
@@ -102,7 +188,8 @@ int misspell_distance(std::string_view a, std::string_view b) {
   const unsigned maxl = std::max(la, lb), minl = std::min(la, lb);
   if (maxl <= 1) return -1;
   unsigned threshold = maxl - minl <= 1 ? std::max((maxl + 2) / 3, 1u) : (maxl + 2 + 2) / 3;
-  std::vector<unsigned> d((la + 1) * (lb + 1), 0);
+  static thread_local std::vector<unsigned> d;  // (one allocation for the many look-ups of a hint)
+  d.assign((la + 1) * (lb + 1), 0);
   auto at = [&](unsigned i, unsigned j) -> unsigned& { return d[i * lb + j]; };
   auto ch = [](std::string_view s, unsigned i) -> char { return i < s.size() ? s[i] : '\0'; };
   for (unsigned i = 0; i <= la; ++i) at(i, 0) = i;
@@ -132,31 +219,90 @@ enum : unsigned {
   kFull = 127, kUpdate = 1u << 30, kFlushed = 1u << 31,
 };
 
+// The cache's names are views of the state's names and of the commands' (neither changes
+// while the commands are evaluated). Deleted objects stay in place (gone), so that the
+// fuzzy look-ups see the cache in nft's order.
+using SvIndex = std::unordered_map<std::string_view, uint32_t>;
 struct CSet {
-  std::string name;
+  std::string_view name;
   bool is_map = false;
   std::vector<Dtype> key;
   Dtype data = Dtype::Unknown;
+  bool gone = false;
 };
 struct CRule {
   uint64_t handle = 0, tx_id = 0;
 };
 struct CChain {
-  std::string name;
+  std::string_view name;
   std::vector<CRule> rules;
+  bool gone = false;
 };
 struct CTable {
   Family family;
-  std::string name;
+  std::string_view name;
   std::vector<CChain> chains;
   std::vector<CSet> sets;
-  std::vector<std::string> flowtables;
-  Table::NameIndex chain_index, set_index;  // as Table's look-ups (indexed_find)
-  CChain* chain(std::string_view n) { return indexed_find(chains, chain_index, n); }
-  CSet* set(std::string_view n) { return indexed_find(sets, set_index, n); }
+  std::vector<std::string_view> flowtables;
+  // What evaluation added (by name); what the cache loaded mirrors the state's table (same
+  // positions) and is found through its index. st is only set while commands are evaluated
+  // (the state does not change then).
+  SvIndex chain_ix, set_ix;
+  const Table* st = nullptr;
+  size_t loaded_chains = 0, loaded_sets = 0;
+  CChain* chain(std::string_view n) {
+    if (auto it = chain_ix.find(n); it != chain_ix.end()) return &chains[it->second];
+    if (st && loaded_chains) {
+      const auto& ix = table_index(*st).chains;
+      if (auto it = ix.find(n); it != ix.end() && it->second < loaded_chains && !chains[it->second].gone)
+        return &chains[it->second];
+    }
+    return nullptr;
+  }
+  CSet* set(std::string_view n) {
+    if (auto it = set_ix.find(n); it != set_ix.end()) return &sets[it->second];
+    if (st && loaded_sets) {
+      const auto& ix = table_index(*st).sets;
+      if (auto it = ix.find(n); it != ix.end() && it->second < loaded_sets && !sets[it->second].gone)
+        return &sets[it->second];
+    }
+    return nullptr;
+  }
+  void add_chain(CChain c) {
+    if (chain(c.name)) return;
+    chain_ix.emplace(c.name, static_cast<uint32_t>(chains.size()));
+    chains.push_back(std::move(c));
+  }
+  void add_set(CSet c) {
+    if (set(c.name)) return;
+    set_ix.emplace(c.name, static_cast<uint32_t>(sets.size()));
+    sets.push_back(std::move(c));
+  }
+  void delete_chain(std::string_view n) {
+    if (CChain* c = chain(n)) {
+      c->gone = true;
+      chain_ix.erase(n);
+    }
+  }
+  void delete_set(std::string_view n) {
+    if (CSet* c = set(n)) {
+      c->gone = true;
+      set_ix.erase(n);
+    }
+  }
 };
 struct Cache {
   std::vector<CTable> tables;
+  // The names loaded from the state (which the kernel's batch changes while the cache is
+  // still read for hints): copies in one block. Names the commands add are views of them.
+  std::unique_ptr<char[]> arena;
+  size_t arena_used = 0;
+  std::string_view intern(std::string_view n) {
+    char* p = arena.get() + arena_used;
+    std::memcpy(p, n.data(), n.size());
+    arena_used += n.size();
+    return std::string_view(p, n.size());
+  }
   CTable* table(Family f, std::string_view n) {
     for (auto& t : tables)
       if (t.family == f && t.name == n) return &t;
@@ -202,26 +348,42 @@ unsigned cache_flags(const std::vector<Command>& cmds) {
 Cache load_cache(const NftState& s, unsigned flags) {
   Cache c;
   if (!(flags & kTable) || (flags & kFlushed)) return c;
+  size_t total = 1;
+  for (const auto& t : s.tables) {
+    total += t.name.size();
+    if (flags & kChain)
+      for (const auto& ch : t.chains) total += ch.name.size();
+    if (flags & kSet)
+      for (const auto& st : t.sets) total += st.name.size();
+    if (flags & kFlowtable)
+      for (const auto& f : t.flowtables) total += f.name.size();
+  }
+  c.arena = std::make_unique<char[]>(total);
   for (const auto& t : s.tables) {
     CTable ct;
     ct.family = t.family;
-    ct.name = t.name;
-    if (flags & kChain)
+    ct.name = c.intern(t.name);
+    ct.st = &t;
+    if (flags & kChain) {
+      ct.chains.reserve(t.chains.size());
       for (const auto& ch : t.chains) {
         CChain cc;
-        cc.name = ch.name;
-        if (flags & kRule)
+        cc.name = c.intern(ch.name);
+        if (flags & kRule) {
+          cc.rules.reserve(ch.rules.size());
           for (const auto& r : ch.rules) cc.rules.push_back({r.handle, 0});
+        }
         ct.chains.push_back(std::move(cc));
-        index_appended(ct.chains, ct.chain_index);
       }
-    if (flags & kSet)
-      for (const auto& st : t.sets) {
-        ct.sets.push_back({st.name, st.is_map, st.key, st.data});
-        index_appended(ct.sets, ct.set_index);
-      }
+      ct.loaded_chains = ct.chains.size();
+    }
+    if (flags & kSet) {
+      ct.sets.reserve(t.sets.size());
+      for (const auto& st : t.sets) ct.sets.push_back(CSet{c.intern(st.name), st.is_map, st.key, st.data});
+      ct.loaded_sets = ct.sets.size();
+    }
     if (flags & kFlowtable)
-      for (const auto& f : t.flowtables) ct.flowtables.push_back(f.name);
+      for (const auto& f : t.flowtables) ct.flowtables.push_back(c.intern(f.name));
     c.tables.push_back(std::move(ct));
   }
   return c;
@@ -245,6 +407,7 @@ std::pair<const CTable*, const CChain*> chain_fuzzy(const Cache& c, std::string_
   int bestd = 1 << 30;
   for (const auto& t : c.tables)
     for (const auto& ch : t.chains) {
+      if (ch.gone) continue;
       int d = misspell_distance(ch.name, name);
       if (d >= 0 && d < bestd) {
         bestd = d;
@@ -258,6 +421,7 @@ std::pair<const CTable*, const CSet*> set_fuzzy(const Cache& c, std::string_view
   int bestd = 1 << 30;
   for (const auto& t : c.tables)
     for (const auto& s : t.sets) {
+      if (s.gone) continue;
       int d = misspell_distance(s.name, name);
       if (d >= 0 && d < bestd) {
         bestd = d;
@@ -266,8 +430,8 @@ std::pair<const CTable*, const CSet*> set_fuzzy(const Cache& c, std::string_view
     }
   return best;
 }
-std::pair<const CTable*, const std::string*> flowtable_fuzzy(const Cache& c, std::string_view name) {
-  std::pair<const CTable*, const std::string*> best{nullptr, nullptr};
+std::pair<const CTable*, const std::string_view*> flowtable_fuzzy(const Cache& c, std::string_view name) {
+  std::pair<const CTable*, const std::string_view*> best{nullptr, nullptr};
   int bestd = 1 << 30;
   for (const auto& t : c.tables)
     for (const auto& f : t.flowtables) {
@@ -283,15 +447,15 @@ std::pair<const CTable*, const std::string*> flowtable_fuzzy(const Cache& c, std
 const std::string kENOENT = "No such file or directory";
 
 std::string did_you_mean_table(const CTable& t) {
-  return kENOENT + "; did you mean table \u2018" + t.name + "\u2019 in family " + family_name(t.family) + "?";
+  return kENOENT + "; did you mean table \u2018" + std::string(t.name) + "\u2019 in family " + family_name(t.family) + "?";
 }
 std::string did_you_mean_chain(const CTable& t, const CChain& ch) {
-  return kENOENT + "; did you mean chain \u2018" + ch.name + "\u2019 in table " + family_name(t.family) + " \u2018" +
-         t.name + "\u2019?";
+  return kENOENT + "; did you mean chain \u2018" + std::string(ch.name) + "\u2019 in table " + family_name(t.family) +
+         " \u2018" + std::string(t.name) + "\u2019?";
 }
 std::string did_you_mean_set(const CTable& t, const CSet& s) {
-  return kENOENT + "; did you mean " + (s.is_map ? "map" : "set") + " \u2018" + s.name + "\u2019 in table " +
-         family_name(t.family) + " \u2018" + t.name + "\u2019?";
+  return kENOENT + "; did you mean " + (s.is_map ? "map" : "set") + " \u2018" + std::string(s.name) +
+         "\u2019 in table " + family_name(t.family) + " \u2018" + std::string(t.name) + "\u2019?";
 }
 
 // ------------------------------------------------------------------ errors
@@ -330,9 +494,6 @@ struct Tx {
   std::vector<Err> errors;
   std::vector<std::string> warnings;
   uint64_t next_tx_id = 0;
-  // derived reference counts, per table (by position in work.tables)
-  std::unordered_map<const Table*, std::unordered_map<std::string, int>> chain_use, set_use, ft_use;
-
   explicit Tx(NftState& w) : work(w) {}
 };
 
@@ -347,34 +508,16 @@ bool modelled_hook(Family f, const std::string& type, const std::string& hook) {
   return false;  // route and others: not modelled
 }
 
-void count_rule_refs(Tx& tx, const Table& t, const Rule& r, int delta) {
-  for (const auto& c : r.refs.chains) tx.chain_use[&t][c] += delta;
-  for (const auto& s : r.refs.sets) tx.set_use[&t][s] += delta;
-  for (const auto& f : r.refs.flowtables) tx.ft_use[&t][f] += delta;
+int use_of(const UseMap& m, std::string_view name) {
+  auto it = m.find(name);
+  return it == m.end() ? 0 : it->second;
 }
-std::optional<std::string> verdict_chain(const std::optional<std::string>& v) {
-  if (!v) return std::nullopt;
-  if (v->rfind("goto ", 0) == 0) return v->substr(5);
-  if (v->rfind("jump ", 0) == 0) return v->substr(5);
-  return std::nullopt;
-}
-void count_elem_refs(Tx& tx, const Table& t, const Element& e, int delta) {
-  if (auto c = verdict_chain(e.value)) tx.chain_use[&t][*c] += delta;
-}
-void build_uses(Tx& tx) {
-  tx.chain_use.clear();
-  tx.set_use.clear();
-  tx.ft_use.clear();
-  for (const auto& t : tx.work.tables) {
-    for (const auto& ch : t.chains)
-      for (const auto& r : ch.rules) count_rule_refs(tx, t, r, +1);
-    for (const auto& s : t.sets)
-      for (const auto& e : s.elements) count_elem_refs(tx, t, e, +1);
-  }
-}
+void count_rule_refs(const Table& t, const Rule& r, int delta) { count_refs(table_index(t), r, delta); }
+void count_elem_refs(const Table& t, const Element& e, int delta) { count_refs(table_index(t), e, delta); }
 
 // Canonical element of a set (key fields by the set's key types, value by its data type).
-std::optional<std::string> make_element(const Set& s, const ElemSpec& spec, Element* out, bool need_value) {
+// (The spec is used up: its texts move into the element.)
+std::optional<std::string> make_element(const Set& s, ElemSpec& spec, Element* out, bool need_value) {
   if (spec.key.size() != s.key.size()) return "an element with " + std::to_string(spec.key.size()) + " key fields for a key of " + std::to_string(s.key.size());
   std::string raw;
   for (size_t i = 0; i < spec.key.size(); ++i) {
@@ -390,10 +533,10 @@ std::optional<std::string> make_element(const Set& s, const ElemSpec& spec, Elem
   bool host = s.key.size() > 1 || s.key[0] == Dtype::Mark || s.key[0] == Dtype::Integer;
   if (host) std::reverse(raw.begin(), raw.end());
   out->sort_key = raw;
-  out->written_key = spec.key;
-  out->comment = spec.comment;
-  out->timeout = spec.timeout;
-  out->expires = spec.expires;
+  out->written_key = std::move(spec.key);
+  out->comment = std::move(spec.comment);
+  out->timeout = std::move(spec.timeout);
+  out->expires = std::move(spec.expires);
   if (spec.value) {
     if (!s.is_map) return std::string("a value for a set element");
     if (s.data == Dtype::Verdict) {
@@ -407,7 +550,7 @@ std::optional<std::string> make_element(const Set& s, const ElemSpec& spec, Elem
       if (!canonical_value(s.data, *spec.value, &canon, &bytes)) return "map value '" + *spec.value + "'";
       out->value = canon;
     }
-    out->written_value = spec.value;
+    out->written_value = std::move(spec.value);
   } else if (s.is_map && need_value) {
     return std::string();  // EINVAL, handled by the caller
   }
@@ -419,24 +562,35 @@ class Applier {
   Applier(NftState& work, std::string_view file) : tx_(work), file_(file) {}
 
   // Evaluation (nft userspace). Returns false on errors (collected).
-  bool evaluate(std::vector<Command>& cmds, size_t n_expanded) {
+  bool evaluate(std::vector<Command>& cmds) {
     tx_.flags = cache_flags(cmds);
     tx_.cache = load_cache(tx_.work, tx_.flags);
-    pos_.assign(n_expanded, RulePos{});
-    txid_.assign(n_expanded, 0);
+    pos_.assign(cmds.size(), RulePos{});
+    txid_.assign(cmds.size(), 0);
     int nerrs = 0;
-    for (size_t i = 0; i < cmds.size(); ++i) {
-      if (!eval_one(cmds[i], cmds[i].seq)) {
-        if (++nerrs == 10) break;
-      }
+    // nft 1.0.6 merges consecutive `add element` (or `create element`) commands on the same
+    // set into the first one (nft_cmd_collapse): one evaluation. (Each element keeps its own
+    // location; the kernel gets them apart again.)
+    auto collapsible = [](const Command& c) {
+      return c.obj == Obj::Element && (c.verb == Verb::Add || c.verb == Verb::Create);
+    };
+    for (size_t i = 0; i < cmds.size();) {
+      size_t j = i + 1;
+      if (collapsible(cmds[i]))
+        while (j < cmds.size() && collapsible(cmds[j]) && cmds[j].verb == cmds[i].verb &&
+               cmds[j].family == cmds[i].family && cmds[j].table == cmds[i].table && cmds[j].name == cmds[i].name)
+          ++j;
+      bool ok = cmds[i].obj == Obj::Element ? eval_elements(cmds, i, j) : eval_one(cmds[i], i);
+      i = j;
+      if (!ok && ++nerrs == 10) break;
     }
+    for (auto& t : tx_.cache.tables) t.st = nullptr;  // the state changes from here
     return nerrs == 0;
   }
 
   // The kernel's batch: every message applied in order; failures recorded (the batch goes on,
   // as nfnetlink does, so that every error is reported).
   void kernel(std::vector<Command>& cmds) {
-    build_uses(tx_);
     for (size_t i = 0; i < cmds.size(); ++i) kernel_one(cmds[i], i);
   }
 
@@ -445,7 +599,6 @@ class Applier {
   bool listing = false;
   std::vector<RulePos> pos_;
   std::vector<uint64_t> txid_;
-  std::vector<std::pair<const Table*, uint64_t>> counters_;  // unused
 
  private:
   void err(const Loc& l, std::string msg, bool not_modelled = false) {
@@ -496,25 +649,15 @@ class Applier {
         if (c.verb == Verb::Add || c.verb == Verb::Create) {
           CTable* t = tx_.cache.table(c.family, c.table);
           if (!t) return table_not_found(c);
-          if (!t->chain(c.name)) {
-            t->chains.push_back(CChain{c.name, {}});
-            index_appended(t->chains, t->chain_index);
-          }
-          if (c.chain.has_hook && !modelled_hook(c.family, c.chain.type, c.chain.hook))
-            return refuse(c.loc, "base chain type '" + c.chain.type + "' on hook '" + c.chain.hook + "'");
-          if (c.chain.has_hook && c.chain.type == "nat" && c.chain.priority <= -200)
+          if (!t->chain(c.name)) t->add_chain(CChain{c.name, {}});
+          if (c.chain->has_hook && !modelled_hook(c.family, c.chain->type, c.chain->hook))
+            return refuse(c.loc, "base chain type '" + c.chain->type + "' on hook '" + c.chain->hook + "'");
+          if (c.chain->has_hook && c.chain->type == "nat" && c.chain->priority <= -200)
             return refuse(c.loc, "a nat chain at priority <= -200");
-          if (c.chain.device) return refuse(c.loc, "a chain device");
+          if (c.chain->device) return refuse(c.loc, "a chain device");
         } else if (c.verb == Verb::Delete) {
-          if (CTable* t = tx_.cache.table(c.family, c.table)) {
-            auto& v = t->chains;
-            for (size_t i = 0; i < v.size(); ++i)
-              if (!c.name.empty() && v[i].name == c.name) {
-                v.erase(v.begin() + i);
-                break;
-              }
-            index_erased(t->chain_index);
-          }
+          if (CTable* t = tx_.cache.table(c.family, c.table))
+            if (!c.name.empty()) t->delete_chain(c.name);
         }
         return true;
       }
@@ -523,33 +666,23 @@ class Applier {
         if (c.verb == Verb::Add || c.verb == Verb::Create) {
           CTable* t = tx_.cache.table(c.family, c.table);
           if (!t) return table_not_found(c);
-          CSet cs{c.name, c.set.is_map, {}, Dtype::Unknown};
-          for (const auto& k : c.set.key_names) {
+          CSet cs{c.name, c.set->is_map, {}, Dtype::Unknown};
+          for (const auto& k : c.set->key_names) {
             Dtype d = dtype_from_name(k);
             if (d == Dtype::Unknown || d == Dtype::Verdict) return refuse(c.loc, "set key type '" + k + "'");
             cs.key.push_back(d);
           }
-          if (c.set.is_map) {
-            cs.data = dtype_from_name(c.set.data_name);
-            if (cs.data == Dtype::Unknown) return refuse(c.loc, "map data type '" + c.set.data_name + "'");
+          if (c.set->is_map) {
+            cs.data = dtype_from_name(c.set->data_name);
+            if (cs.data == Dtype::Unknown) return refuse(c.loc, "map data type '" + c.set->data_name + "'");
           }
-          if (c.set.auto_merge) return refuse(c.loc, "auto-merge");
-          if (std::find(c.set.flags.begin(), c.set.flags.end(), "interval") != c.set.flags.end() && c.set.key_names.size() > 1)
+          if (c.set->auto_merge) return refuse(c.loc, "auto-merge");
+          if (std::find(c.set->flags.begin(), c.set->flags.end(), "interval") != c.set->flags.end() && c.set->key_names.size() > 1)
             return refuse(c.loc, "interval sets of concatenations");
-          if (!t->set(c.name)) {
-            t->sets.push_back(cs);
-            index_appended(t->sets, t->set_index);
-          }
+          if (!t->set(c.name)) t->add_set(std::move(cs));
         } else if (c.verb == Verb::Delete) {
-          if (CTable* t = tx_.cache.table(c.family, c.table)) {
-            auto& v = t->sets;
-            for (size_t i = 0; i < v.size(); ++i)
-              if (!c.name.empty() && v[i].name == c.name) {
-                v.erase(v.begin() + i);
-                break;
-              }
-            index_erased(t->set_index);
-          }
+          if (CTable* t = tx_.cache.table(c.family, c.table))
+            if (!c.name.empty()) t->delete_set(c.name);
         } else if (c.verb == Verb::Flush) {
           CTable* t = tx_.cache.table(c.family, c.table);
           if (!t) return table_not_found(c);
@@ -575,27 +708,10 @@ class Applier {
           }
         }
         return true;
-      case Obj::Element: {
-        CTable* t = tx_.cache.table(c.family, c.table);
-        if (!t) return table_not_found(c);
-        CSet* s = t->set(c.name);
-        if (!s) return set_not_found(c.name_loc, c.name);
-        for (const auto& e : c.elements) {
-          if (e.key.size() != s->key.size()) return refuse(e.key_loc, "an element whose key does not match the set's type");
-          for (size_t k = 0; k < e.key.size(); ++k) {
-            std::string a, b;
-            if (!canonical_value(s->key[k], e.key[k], &a, &b))
-              return refuse(e.key_loc, "element key '" + e.key[k] + "' as " + dtype_name(s->key[k]));
-          }
-          if (e.value && !s->is_map) return refuse(e.key_loc, "a value for an element of a set");
-          if (e.value && c.verb == Verb::Delete) return refuse(e.key_loc, "a value in a delete element");
-          if ((e.timeout || e.expires) && !listing) return refuse(e.key_loc, "element timeouts (their expiry depends on time)");
-        }
-        return true;
-      }
+      case Obj::Element: return true;  // (evaluated by eval_elements)
       case Obj::Rule: {
         if (c.verb == Verb::Delete) return true;
-        const ParsedRule& r = c.rule;
+        const ParsedRule& r = *c.rule;
         if (c.verb == Verb::Replace)
           for (const auto& as : r.anon_sets)
             if (as.interval) return refuse(as.loc, "replace of a rule with an anonymous interval set (nft 1.0.6 aborts: BUG unhandled op)");
@@ -608,8 +724,8 @@ class Applier {
             if (std::find(t->flowtables.begin(), t->flowtables.end(), ref.name) == t->flowtables.end()) {
               auto [ft, f] = flowtable_fuzzy(tx_.cache, ref.name);
               if (f)
-                err(ref.loc, kENOENT + "; did you mean flowtable \u2018" + *f + "\u2019 in table " +
-                                 family_name(ft->family) + " \u2018" + ft->name + "\u2019?");
+                err(ref.loc, kENOENT + "; did you mean flowtable \u2018" + std::string(*f) + "\u2019 in table " +
+                                 family_name(ft->family) + " \u2018" + std::string(ft->name) + "\u2019?");
               else err(ref.loc, kENOENT);
               return false;
             }
@@ -632,6 +748,30 @@ class Applier {
         return true;
       }
     }
+    return true;
+  }
+
+  // Element commands [b, e): one evaluation (see evaluate()), with the first's table and set.
+  bool eval_elements(const std::vector<Command>& cmds, size_t b, size_t e) {
+    const Command& c = cmds[b];
+    CTable* t = tx_.cache.table(c.family, c.table);
+    if (!t) return table_not_found(c);
+    CSet* s = t->set(c.name);
+    if (!s) return set_not_found(c.name_loc, c.name);
+    std::string a, bytes;
+    for (size_t i = b; i < e; ++i)
+      for (const auto& el : cmds[i].elements) {
+        if (el.key.size() != s->key.size()) return refuse(el.key_loc, "an element whose key does not match the set's type");
+        for (size_t k = 0; k < el.key.size(); ++k) {
+          a.clear();
+          bytes.clear();
+          if (!canonical_value(s->key[k], el.key[k], &a, &bytes))
+            return refuse(el.key_loc, "element key '" + el.key[k] + "' as " + dtype_name(s->key[k]));
+        }
+        if (el.value && !s->is_map) return refuse(el.key_loc, "a value for an element of a set");
+        if (el.value && c.verb == Verb::Delete) return refuse(el.key_loc, "a value in a delete element");
+        if ((el.timeout || el.expires) && !listing) return refuse(el.key_loc, "element timeouts (their expiry depends on time)");
+      }
     return true;
   }
 
@@ -750,8 +890,8 @@ class Applier {
         auto [t, f] = flowtable_fuzzy(tx_.cache, c.name);
         if (!t) return std::nullopt;
         if (auto m = table_fuzzy_check(c, *t)) return m;
-        return kENOENT + "; did you mean flowtable \u2018" + *f + "\u2019 in table " + family_name(t->family) +
-               " \u2018" + t->name + "\u2019?";
+        return kENOENT + "; did you mean flowtable \u2018" + std::string(*f) + "\u2019 in table " +
+               family_name(t->family) + " \u2018" + std::string(t->name) + "\u2019?";
       }
       default: return std::nullopt;
     }
@@ -759,21 +899,306 @@ class Applier {
 
   Table* ktable(const Command& c) { return tx_.work.find_table(c.family, c.table); }
 
-  static size_t index_of(const std::vector<Table>& v, const Table* t) { return static_cast<size_t>(t - v.data()); }
+  // ---------------------------------------------------------------- the undo log
+  // The kernel's batch changes the state in place; every change to a table that existed
+  // before the transaction is logged, and rollback() undoes them in reverse order (a table
+  // the transaction created goes as a whole). Chains, sets and elements the batch deletes
+  // stay in their vectors, marked removed (out of the indexes), until commit() compacts them.
+ public:
+  struct Undo {
+    enum Kind : uint8_t {
+      TableAdded, TableRemoved, TablesCleared, ChainAdded, ChainRemoved, ChainPolicy, RulesCleared, RuleInserted,
+      RuleRemoved, RuleReplaced, SetAdded, SetRemoved, SetSize, ElementsCleared, ElementAdded, ElementRemoved,
+      FlowtableAdded, FlowtableRemoved,
+    } kind;
+    uint32_t t = 0, o = 0, i = 0;  // table, object (chain, set, flowtable), item (rule, element) positions
+    uint32_t size = 0;
+    bool implied = false;
+    std::variant<std::monostate, std::string, std::unique_ptr<Table>, std::unique_ptr<Rule>, std::vector<Table>,
+                 std::vector<Rule>, std::vector<Element>, std::unique_ptr<Flowtable>>
+        v;
+  };
+  std::vector<Undo> log_;
+  std::vector<uint64_t> start_tables_;                 // handles of the tables before the batch
+  std::vector<std::pair<uint64_t, uint64_t>> start_next_;  // (table handle, next_handle) before
+  uint64_t start_table_handle_ = 0;
+  std::vector<uint64_t> dirty_tables_;                  // tables with removed chains or sets
+  std::vector<std::pair<uint64_t, uint64_t>> dirty_sets_;  // (table, set) handles: removed elements
 
+  bool begun_ = false;
+  void begin() {
+    begun_ = true;
+    start_table_handle_ = tx_.work.next_table_handle;
+    for (const auto& t : tx_.work.tables) {
+      start_tables_.push_back(t.handle);
+      start_next_.push_back({t.handle, t.next_handle});
+    }
+  }
+
+ private:
+  uint32_t tpos(const Table& t) const { return static_cast<uint32_t>(&t - tx_.work.tables.data()); }
+  static uint32_t cpos(const Table& t, const Chain& c) { return static_cast<uint32_t>(&c - t.chains.data()); }
+  static uint32_t spos(const Table& t, const Set& s) { return static_cast<uint32_t>(&s - t.sets.data()); }
+  bool logged(const Table& t) const {
+    return std::find(start_tables_.begin(), start_tables_.end(), t.handle) != start_tables_.end();
+  }
+  void log(Undo::Kind k, uint32_t t, uint32_t o = 0, uint32_t i = 0) {
+    Undo u;
+    u.kind = k;
+    u.t = t;
+    u.o = o;
+    u.i = i;
+    log_.push_back(std::move(u));
+  }
+  void mark_dirty(const Table& t) {
+    if (std::find(dirty_tables_.begin(), dirty_tables_.end(), t.handle) == dirty_tables_.end())
+      dirty_tables_.push_back(t.handle);
+  }
+
+  void add_table(Table nt) {
+    tx_.work.tables.push_back(std::move(nt));
+    log(Undo::TableAdded, static_cast<uint32_t>(tx_.work.tables.size() - 1));
+  }
+  void erase_table(Table& t) {
+    uint32_t p = tpos(t);
+    Undo u;
+    u.kind = Undo::TableRemoved;
+    u.t = p;
+    u.v = std::make_unique<Table>(std::move(t));
+    log_.push_back(std::move(u));
+    tx_.work.tables.erase(tx_.work.tables.begin() + p);
+  }
+  void clear_tables() {
+    Undo u;
+    u.kind = Undo::TablesCleared;
+    u.v = std::move(tx_.work.tables);
+    log_.push_back(std::move(u));
+    tx_.work.tables.clear();
+  }
+  void add_chain(Table& t, Chain c) {
+    TableIndex& ix = table_index(t);
+    ix.chains.emplace(c.name, static_cast<uint32_t>(t.chains.size()));
+    t.chains.push_back(std::move(c));
+    ix.n_chains = t.chains.size();
+    if (logged(t)) log(Undo::ChainAdded, tpos(t));
+  }
+  void remove_chain(Table& t, Chain& c) {
+    TableIndex& ix = table_index(t);
+    auto it = ix.chains.find(c.name);
+    if (it != ix.chains.end() && it->second == cpos(t, c)) ix.chains.erase(it);
+    c.removed = true;
+    mark_dirty(t);
+    if (logged(t)) log(Undo::ChainRemoved, tpos(t), cpos(t, c));
+  }
+  void set_policy(Table& t, Chain& c, const std::string& policy) {
+    if (logged(t)) {
+      log(Undo::ChainPolicy, tpos(t), cpos(t, c));
+      log_.back().v = c.policy;
+    }
+    c.policy = policy;
+  }
+  void clear_rules(Table& t, Chain& c) {
+    if (logged(t) && !c.rules.empty()) {
+      log(Undo::RulesCleared, tpos(t), cpos(t, c));
+      log_.back().v = std::move(c.rules);
+    }
+    c.rules.clear();
+  }
+  void insert_rule(Table& t, Chain& c, size_t at, Rule r) {
+    c.rules.insert(c.rules.begin() + static_cast<long>(at), std::move(r));
+    if (logged(t)) log(Undo::RuleInserted, tpos(t), cpos(t, c), static_cast<uint32_t>(at));
+  }
+  void erase_rule(Table& t, Chain& c, size_t at) {
+    if (logged(t)) {
+      log(Undo::RuleRemoved, tpos(t), cpos(t, c), static_cast<uint32_t>(at));
+      log_.back().v = std::make_unique<Rule>(std::move(c.rules[at]));
+    }
+    c.rules.erase(c.rules.begin() + static_cast<long>(at));
+  }
+  void replace_rule(Table& t, Chain& c, size_t at, Rule r) {
+    if (logged(t)) {
+      log(Undo::RuleReplaced, tpos(t), cpos(t, c), static_cast<uint32_t>(at));
+      log_.back().v = std::make_unique<Rule>(std::move(c.rules[at]));
+    }
+    c.rules[at] = std::move(r);
+  }
+  void add_set(Table& t, Set s) {
+    TableIndex& ix = table_index(t);
+    ix.sets.emplace(s.name, static_cast<uint32_t>(t.sets.size()));
+    t.sets.push_back(std::move(s));
+    ix.n_sets = t.sets.size();
+    if (logged(t)) log(Undo::SetAdded, tpos(t));
+  }
+  void remove_set(Table& t, Set& s) {
+    TableIndex& ix = table_index(t);
+    auto it = ix.sets.find(s.name);
+    if (it != ix.sets.end() && it->second == spos(t, s)) ix.sets.erase(it);
+    s.removed = true;
+    mark_dirty(t);
+    if (logged(t)) log(Undo::SetRemoved, tpos(t), spos(t, s));
+  }
+  void set_size(Table& t, Set& s, uint32_t size, bool implied) {
+    if (logged(t)) {
+      log(Undo::SetSize, tpos(t), spos(t, s));
+      log_.back().size = s.size;
+      log_.back().implied = s.size_implied;
+    }
+    s.size = size;
+    s.size_implied = implied;
+  }
+  void clear_elements(Table& t, Set& s) {
+    if (logged(t) && !s.elements.empty()) {
+      log(Undo::ElementsCleared, tpos(t), spos(t, s));
+      log_.back().v = std::move(s.elements);
+    }
+    s.elements.clear();
+    s.index.p.reset();
+  }
+  void add_element(Table& t, Set& s, Element e, std::string key) {
+    SetIndex& ix = set_index(s);
+    ix.elems.emplace(std::move(key), static_cast<uint32_t>(s.elements.size()));
+    s.elements.push_back(std::move(e));
+    ix.n = s.elements.size();
+    if (logged(t)) log(Undo::ElementAdded, tpos(t), spos(t, s));
+  }
+  void remove_element(Table& t, Set& s, NameIndex::iterator it) {
+    SetIndex& ix = set_index(s);
+    uint32_t at = it->second;
+    ix.elems.erase(it);
+    s.elements[at].removed = true;
+    std::pair<uint64_t, uint64_t> id{t.handle, s.handle};
+    if (std::find(dirty_sets_.begin(), dirty_sets_.end(), id) == dirty_sets_.end()) dirty_sets_.push_back(id);
+    if (logged(t)) log(Undo::ElementRemoved, tpos(t), spos(t, s), at);
+  }
+  void add_flowtable(Table& t, Flowtable f) {
+    t.flowtables.push_back(std::move(f));
+    if (logged(t)) log(Undo::FlowtableAdded, tpos(t));
+  }
+  void erase_flowtable(Table& t, size_t at) {
+    if (logged(t)) {
+      log(Undo::FlowtableRemoved, tpos(t), static_cast<uint32_t>(at));
+      log_.back().v = std::make_unique<Flowtable>(std::move(t.flowtables[at]));
+    }
+    t.flowtables.erase(t.flowtables.begin() + static_cast<long>(at));
+  }
+
+ public:
+  // Undoes the batch: the state as it was before it (handle generators included; the caller
+  // keeps what the kernel keeps).
+  void rollback() {
+    if (!begun_) return;  // the kernel's batch did not run: nothing changed
+    auto& tables = tx_.work.tables;
+    for (auto it = log_.rbegin(); it != log_.rend(); ++it) {
+      Undo& u = *it;
+      switch (u.kind) {
+        case Undo::TableAdded: tables.erase(tables.begin() + u.t); break;
+        case Undo::TableRemoved:
+          tables.insert(tables.begin() + u.t, std::move(*std::get<std::unique_ptr<Table>>(u.v)));
+          break;
+        case Undo::TablesCleared: tables = std::move(std::get<std::vector<Table>>(u.v)); break;
+        case Undo::ChainAdded: tables[u.t].chains.pop_back(); break;
+        case Undo::ChainRemoved: tables[u.t].chains[u.o].removed = false; break;
+        case Undo::ChainPolicy: tables[u.t].chains[u.o].policy = std::move(std::get<std::string>(u.v)); break;
+        case Undo::RulesCleared: tables[u.t].chains[u.o].rules = std::move(std::get<std::vector<Rule>>(u.v)); break;
+        case Undo::RuleInserted: {
+          auto& r = tables[u.t].chains[u.o].rules;
+          r.erase(r.begin() + u.i);
+          break;
+        }
+        case Undo::RuleRemoved: {
+          auto& r = tables[u.t].chains[u.o].rules;
+          r.insert(r.begin() + u.i, std::move(*std::get<std::unique_ptr<Rule>>(u.v)));
+          break;
+        }
+        case Undo::RuleReplaced:
+          tables[u.t].chains[u.o].rules[u.i] = std::move(*std::get<std::unique_ptr<Rule>>(u.v));
+          break;
+        case Undo::SetAdded: tables[u.t].sets.pop_back(); break;
+        case Undo::SetRemoved: tables[u.t].sets[u.o].removed = false; break;
+        case Undo::SetSize:
+          tables[u.t].sets[u.o].size = u.size;
+          tables[u.t].sets[u.o].size_implied = u.implied;
+          break;
+        case Undo::ElementsCleared:
+          tables[u.t].sets[u.o].elements = std::move(std::get<std::vector<Element>>(u.v));
+          break;
+        case Undo::ElementAdded: tables[u.t].sets[u.o].elements.pop_back(); break;
+        case Undo::ElementRemoved: tables[u.t].sets[u.o].elements[u.i].removed = false; break;
+        case Undo::FlowtableAdded: tables[u.t].flowtables.pop_back(); break;
+        case Undo::FlowtableRemoved: {
+          auto& f = tables[u.t].flowtables;
+          f.insert(f.begin() + u.o, std::move(*std::get<std::unique_ptr<Flowtable>>(u.v)));
+          break;
+        }
+      }
+    }
+    log_.clear();
+    tx_.work.next_table_handle = start_table_handle_;
+    for (auto& t : tables) {
+      for (const auto& [h, n] : start_next_)
+        if (h == t.handle) t.next_handle = n;
+      // the indexes are rebuilt on demand
+      t.index.p.reset();
+      for (auto& s : t.sets) s.index.p.reset();
+    }
+  }
+
+  // Drops the removed objects of v, keeping the order; ix follows the others.
+  template <class V>
+  static void compact(V& v, NameIndex& ix) {
+    size_t w = 0;
+    for (size_t r = 0; r < v.size(); ++r) {
+      if (v[r].removed) continue;
+      if (w != r) {
+        v[w] = std::move(v[r]);
+        if (auto it = ix.find(v[w].name); it != ix.end()) it->second = static_cast<uint32_t>(w);
+      }
+      ++w;
+    }
+    v.erase(v.begin() + static_cast<long>(w), v.end());
+  }
+
+  // Commits the batch: removed objects leave their vectors.
+  void commit() {
+    log_.clear();
+    for (auto& t : tx_.work.tables) {
+      for (const auto& [th, sh] : dirty_sets_) {
+        if (th != t.handle) continue;
+        for (auto& s : t.sets) {
+          if (s.handle != sh || s.removed) continue;
+          size_t w = 0;
+          for (size_t r = 0; r < s.elements.size(); ++r) {
+            if (s.elements[r].removed) continue;
+            if (w != r) s.elements[w] = std::move(s.elements[r]);
+            ++w;
+          }
+          s.elements.erase(s.elements.begin() + static_cast<long>(w), s.elements.end());
+          s.index.p.reset();
+        }
+      }
+      if (std::find(dirty_tables_.begin(), dirty_tables_.end(), t.handle) != dirty_tables_.end()) {
+        // the index's names move with their objects (its use counts stay as they are)
+        TableIndex& ix = table_index(t);
+        compact(t.chains, ix.chains);
+        compact(t.sets, ix.sets);
+        ix.n_chains = t.chains.size();
+        ix.n_sets = t.sets.size();
+      }
+    }
+  }
+
+ private:
   // Rules this batch removed (table, chain, handle): the kernel still finds them by handle.
-  std::set<std::tuple<const Table*, uint64_t, uint64_t>> removed_;  // (table, chain handle, rule handle)
+  std::set<std::tuple<uint64_t, uint64_t, uint64_t>> removed_;  // (table handle, chain handle, rule handle)
   void release_rule(Table& t, const Chain& chain, const Rule& r) {
-    count_rule_refs(tx_, t, r, -1);
-    removed_.insert({&t, chain.handle, r.handle});
+    count_rule_refs(t, r, -1);
+    removed_.insert({t.handle, chain.handle, r.handle});
   }
 
   void kernel_one(Command& c, size_t idx) {
     switch (c.obj) {
       case Obj::Ruleset: {
-        for (auto& t : tx_.work.tables) (void)t;
-        tx_.work.tables.clear();
-        build_uses(tx_);
+        clear_tables();
         return;
       }
       case Obj::Table: return k_table(c);
@@ -805,20 +1230,19 @@ class Applier {
           nt.handle = ++tx_.work.next_table_handle;
           nt.comment = c.table_comment;
           nt.flags = c.table_flags;
-          tx_.work.tables.push_back(std::move(nt));
-          build_uses(tx_);
+          add_table(std::move(nt));
         }
         return;
       case Verb::Delete:
         if (!t) return kerr(c, Errno::Noent, &c.table_loc);
-        tx_.work.tables.erase(tx_.work.tables.begin() + index_of(tx_.work.tables, t));
-        build_uses(tx_);
+        erase_table(*t);
         return;
       case Verb::Flush:
         if (!t) return kerr(c, Errno::Noent, &c.table_loc);
         for (auto& ch : t->chains) {
+          if (ch.removed) continue;
           for (const auto& r : ch.rules) release_rule(*t, ch, r);
-          ch.rules.clear();
+          clear_rules(*t, ch);
         }
         return;
       default: return;
@@ -831,39 +1255,39 @@ class Applier {
     if (c.verb == Verb::Delete && c.handle) {
       Chain* found = nullptr;
       for (auto& ch : t->chains)
-        if (ch.handle == *c.handle) found = &ch;
+        if (!ch.removed && ch.handle == *c.handle) found = &ch;
       if (!found) return kerr(c, Errno::Noent, &c.handle_loc);
       return delete_chain(c, *t, *found, c.handle_loc);
     }
     Chain* ch = t->find_chain(c.name);
+    const ChainSpec& spec = *c.chain;
     switch (c.verb) {
       case Verb::Add:
       case Verb::Create: {
         if (ch) {
           if (c.verb == Verb::Create) return kerr(c, Errno::Exist, &c.name_loc);
-          if (!c.chain.has_hook) return;
+          if (!spec.has_hook) return;
           if (!ch->base) return kerr(c, Errno::Exist, &c.name_loc);
-          if (ch->hook != c.chain.hook || ch->priority != c.chain.priority) return kerr(c, Errno::Notsupp, nullptr);
-          if (ch->type != c.chain.type) return kerr(c, Errno::Exist, &c.name_loc);
-          if (c.chain.policy) ch->policy = *c.chain.policy;
+          if (ch->hook != spec.hook || ch->priority != spec.priority) return kerr(c, Errno::Notsupp, nullptr);
+          if (ch->type != spec.type) return kerr(c, Errno::Exist, &c.name_loc);
+          if (spec.policy) set_policy(*t, *ch, *spec.policy);
           return;
         }
         Chain nc;
         nc.name = c.name;
         nc.handle = ++t->next_handle;
-        if (c.chain.has_hook) {
+        if (spec.has_hook) {
           nc.base = true;
-          nc.type = c.chain.type;
-          nc.hook = c.chain.hook;
-          nc.priority = c.chain.priority;
-          nc.policy = c.chain.policy.value_or("accept");
-        } else if (c.chain.policy) {
+          nc.type = spec.type;
+          nc.hook = spec.hook;
+          nc.priority = spec.priority;
+          nc.policy = spec.policy.value_or("accept");
+        } else if (spec.policy) {
           refuse(c.loc, "a policy on a regular chain");
           return;
         }
-        nc.comment = c.chain.comment;
-        t->chains.push_back(std::move(nc));
-        index_appended(t->chains, t->chain_index_);
+        nc.comment = spec.comment;
+        add_chain(*t, std::move(nc));
         return;
       }
       case Verb::Delete:
@@ -872,7 +1296,7 @@ class Applier {
       case Verb::Flush:
         if (!ch) return kerr(c, Errno::Noent, &c.name_loc);
         for (const auto& r : ch->rules) release_rule(*t, *ch, r);
-        ch->rules.clear();
+        clear_rules(*t, *ch);
         return;
       default: return;
     }
@@ -882,19 +1306,18 @@ class Applier {
     // The kernel removes the chain's rules first, then refuses a chain something still
     // references (EBUSY): the removals stay in the batch.
     for (const auto& r : ch.rules) release_rule(t, ch, r);
-    ch.rules.clear();
-    int use = tx_.chain_use[&t][ch.name];
+    clear_rules(t, ch);
+    int use = use_of(table_index(t).chain_use, ch.name);
     if (use > 0) return kerr(c, Errno::Busy, &loc);
-    size_t i = &ch - t.chains.data();
-    t.chains.erase(t.chains.begin() + i);
-    index_erased(t.chain_index_);
+    remove_chain(t, ch);
   }
 
   void k_rule(Command& c, size_t idx) {
     Table* t = ktable(c);
+    const ParsedRule& pr = *c.rule;
     // anonymous sets come first (one message each)
     if (c.verb != Verb::Delete) {
-      for (const auto& as : c.rule.anon_sets) {
+      for (const auto& as : pr.anon_sets) {
         if (!t) {
           // the set's message, then its elements' message, each without a hint
           err(c.table_loc, std::string("Could not process rule: ") + strerr(Errno::Noent));
@@ -927,17 +1350,17 @@ class Applier {
       long i = find_handle(*c.handle);
       // a rule this batch already removed is still found, but cannot be deactivated twice:
       // ENOENT without a bad attribute (the whole command)
-      if (i < 0 && removed_.count({t, ch->handle, *c.handle})) return kerr(c, Errno::Noent, nullptr);
+      if (i < 0 && removed_.count({t->handle, ch->handle, *c.handle})) return kerr(c, Errno::Noent, nullptr);
       if (i < 0) return kerr(c, Errno::Noent, &c.handle_loc);
       release_rule(*t, *ch, ch->rules[i]);
-      ch->rules.erase(ch->rules.begin() + i);
+      erase_rule(*t, *ch, static_cast<size_t>(i));
       return;
     }
     long at = -1;  // the rule the new one is placed against
     uint64_t handle = 0;
     if (c.verb == Verb::Replace) {
       at = find_handle(*c.handle);
-      if (at < 0 && removed_.count({t, ch->handle, *c.handle})) {
+      if (at < 0 && removed_.count({t->handle, ch->handle, *c.handle})) {
         refuse(c.loc, "replace of a rule this transaction removed");
         return;
       }
@@ -948,7 +1371,7 @@ class Applier {
       const RulePos& p = pos_[idx];
       if (p.kind == RulePos::Handle) {
         at = find_handle(p.id);
-        if (at < 0 && removed_.count({t, ch->handle, p.id})) {
+        if (at < 0 && removed_.count({t->handle, ch->handle, p.id})) {
           refuse(c.loc, "a position on a rule this transaction removed");
           return;
         }
@@ -960,12 +1383,10 @@ class Applier {
           refuse(c.loc, "a position on a rule this transaction removed");
           return;
         }
-      } else if (c.handle && !(tx_.flags & kUpdate)) {
-        // (not reachable: a handle always asks for the rule cache)
       }
     }
     // expressions: jump/goto targets must exist
-    for (const auto& ref : c.rule.ref_locs) {
+    for (const auto& ref : pr.ref_locs) {
       if (ref.kind == ParsedRule::Ref::Chain && ref.name == c.name) {
         refuse(ref.loc, "a rule that jumps to its own chain (a loop: the kernel's EMLINK)");
         return;
@@ -983,28 +1404,27 @@ class Applier {
         if (!t->find_set(ref.name)) return kerr(c, Errno::Noent, &ref.loc);
       }
     }
+    // The command is not needed after this: its texts move into the rule.
+    ParsedRule& mr = c.rule.mut();
     Rule r;
     r.handle = handle;
-    r.text = c.rule.text;
-    r.comment = c.rule.comment;
-    r.canonical = c.rule.canonical;
-    r.canonicalized = c.rule.canonicalized;
-    r.refs = c.rule.refs;
+    r.text = std::move(mr.text);
+    r.comment = std::move(mr.comment);
+    r.canonical = std::move(mr.canonical);
+    r.canonicalized = mr.canonicalized;
+    r.refs = std::move(mr.refs);
     r.tx_id = txid_[idx];
-    count_rule_refs(tx_, *t, r, +1);
+    c.rule.reset();  // (what is left of the command's rule is not needed again)
+    count_rule_refs(*t, r, +1);
     for (const auto& d : r.refs.dynset)
-      if (Set* s = t->find_set(d); s && s->size == 0) {
-        s->size = 65535;
-        s->size_implied = true;
-      }
+      if (Set* s = t->find_set(d); s && s->size == 0) set_size(*t, *s, 65535, true);
     if (c.verb == Verb::Replace) {
       release_rule(*t, *ch, ch->rules[at]);
-      ch->rules[at] = std::move(r);
+      replace_rule(*t, *ch, static_cast<size_t>(at), std::move(r));
     } else if (c.verb == Verb::Insert) {
-      ch->rules.insert(ch->rules.begin() + (at >= 0 ? at : 0), std::move(r));
+      insert_rule(*t, *ch, at >= 0 ? static_cast<size_t>(at) : 0, std::move(r));
     } else {
-      if (at >= 0) ch->rules.insert(ch->rules.begin() + at + 1, std::move(r));
-      else ch->rules.push_back(std::move(r));
+      insert_rule(*t, *ch, at >= 0 ? static_cast<size_t>(at) + 1 : ch->rules.size(), std::move(r));
     }
   }
 
@@ -1016,31 +1436,32 @@ class Applier {
     if (c.verb == Verb::Delete && c.handle) {
       Set* found = nullptr;
       for (auto& s : t->sets)
-        if (s.handle == *c.handle) found = &s;
+        if (!s.removed && s.handle == *c.handle) found = &s;
       if (!found) return kerr(c, Errno::Noent, &c.handle_loc);
       return delete_set(c, *t, *found, c.handle_loc);
     }
     Set* s = t->find_set(c.name);
+    const SetSpec& spec = *c.set;
     switch (c.verb) {
       case Verb::Add:
       case Verb::Create: {
         Set ns;
         ns.name = c.name;
-        ns.is_map = c.set.is_map;
-        ns.key_names = c.set.key_names;
-        for (const auto& k : c.set.key_names) ns.key.push_back(dtype_from_name(k));
-        ns.data_name = c.set.data_name;
-        ns.data = c.set.is_map ? dtype_from_name(c.set.data_name) : Dtype::Unknown;
+        ns.is_map = spec.is_map;
+        ns.key_names = spec.key_names;
+        for (const auto& k : spec.key_names) ns.key.push_back(dtype_from_name(k));
+        ns.data_name = spec.data_name;
+        ns.data = spec.is_map ? dtype_from_name(spec.data_name) : Dtype::Unknown;
         static const char* order[] = {"constant", "dynamic", "interval", "timeout"};
         for (const char* f : order)
-          if (std::find(c.set.flags.begin(), c.set.flags.end(), f) != c.set.flags.end() ||
-              (std::string_view(f) == "timeout" && c.set.timeout_ms && *c.set.timeout_ms))
+          if (std::find(spec.flags.begin(), spec.flags.end(), f) != spec.flags.end() ||
+              (std::string_view(f) == "timeout" && spec.timeout_ms && *spec.timeout_ms))
             ns.flags.push_back(f);
-        ns.timeout_ms = c.set.timeout_ms.value_or(0);
-        ns.gc_interval_ms = c.set.gc_interval_ms.value_or(0);
-        ns.size = c.set.size.value_or(0);
-        ns.policy = c.set.policy && *c.set.policy == "memory" ? "memory" : "";
-        ns.comment = c.set.comment;
+        ns.timeout_ms = spec.timeout_ms.value_or(0);
+        ns.gc_interval_ms = spec.gc_interval_ms.value_or(0);
+        ns.size = spec.size.value_or(0);
+        ns.policy = spec.policy && *spec.policy == "memory" ? "memory" : "";
+        ns.comment = spec.comment;
         if (s) {
           if (c.verb == Verb::Create) return kerr(c, Errno::Exist, &c.name_loc);
           if (s->is_map != ns.is_map || s->key != ns.key || s->data != ns.data || s->flags != ns.flags)
@@ -1056,8 +1477,7 @@ class Applier {
           return;
         }
         ns.handle = ++t->next_handle;
-        t->sets.push_back(std::move(ns));
-        index_appended(t->sets, t->set_index_);
+        add_set(*t, std::move(ns));
         return;
       }
       case Verb::Delete:
@@ -1065,19 +1485,19 @@ class Applier {
         return delete_set(c, *t, *s, c.name_loc);
       case Verb::Flush:
         if (!s) return kerr(c, Errno::Noent, &c.name_loc);
-        for (const auto& e : s->elements) count_elem_refs(tx_, *t, e, -1);
-        s->elements.clear();
+        for (const auto& e : s->elements)
+          if (!e.removed) count_elem_refs(*t, e, -1);
+        clear_elements(*t, *s);
         return;
       default: return;
     }
   }
 
   void delete_set(const Command& c, Table& t, Set& s, const Loc& loc) {
-    if (tx_.set_use[&t][s.name] > 0) return kerr(c, Errno::Busy, &loc);
-    for (const auto& e : s.elements) count_elem_refs(tx_, t, e, -1);
-    size_t i = &s - t.sets.data();
-    t.sets.erase(t.sets.begin() + i);
-    index_erased(t.set_index_);
+    if (use_of(table_index(t).set_use, s.name) > 0) return kerr(c, Errno::Busy, &loc);
+    for (const auto& e : s.elements)
+      if (!e.removed) count_elem_refs(t, e, -1);
+    remove_set(t, s);
   }
 
   void k_element(Command& c) {
@@ -1085,7 +1505,8 @@ class Applier {
     if (!t) return kerr(c, Errno::Noent, &c.table_loc);
     Set* s = t->find_set(c.name);
     if (!s) return kerr(c, Errno::Noent, &c.name_loc);
-    for (const auto& spec : c.elements) {
+    const bool interval = s->has_flag("interval");
+    for (auto& spec : c.elements) {
       Element e;
       auto bad = make_element(*s, spec, &e, c.verb != Verb::Delete);
       if (bad && !bad->empty()) {
@@ -1093,15 +1514,16 @@ class Applier {
         return;
       }
       if (bad) return kerr_elem(c, Errno::Inval, spec.key_loc);  // a map element without a value
-      auto it = std::find_if(s->elements.begin(), s->elements.end(),
-                             [&](const Element& x) { return x.key == e.key; });
+      std::string key = elem_key(e.key);
+      SetIndex& ix = set_index(*s);
+      auto it = ix.elems.find(key);
       if (c.verb == Verb::Delete) {
-        if (it == s->elements.end()) return kerr_elem(c, Errno::Noent, spec.key_loc);
-        count_elem_refs(tx_, *t, *it, -1);
-        s->elements.erase(it);
+        if (it == ix.elems.end()) return kerr_elem(c, Errno::Noent, spec.key_loc);
+        count_elem_refs(*t, s->elements[it->second], -1);
+        remove_element(*t, *s, it);
         continue;
       }
-      if (s->has_flag("interval")) {
+      if (interval) {
         refuse(spec.key_loc, "elements of interval sets");
         return;
       }
@@ -1114,13 +1536,14 @@ class Applier {
           return;
         }
       }
-      if (it != s->elements.end()) {
+      if (it != ix.elems.end()) {
+        const Element& x = s->elements[it->second];
         if (c.verb == Verb::Create) return kerr_elem(c, Errno::Exist, spec.key_loc);
-        if (s->is_map && it->value != e.value) return kerr_elem(c, Errno::Exist, spec.key_loc);
+        if (s->is_map && x.value != e.value) return kerr_elem(c, Errno::Exist, spec.key_loc);
         continue;
       }
-      count_elem_refs(tx_, *t, e, +1);
-      s->elements.push_back(std::move(e));
+      count_elem_refs(*t, e, +1);
+      add_element(*t, *s, std::move(e), std::move(key));
     }
   }
 
@@ -1130,8 +1553,8 @@ class Applier {
     if (c.verb == Verb::Delete && c.handle) {
       for (size_t i = 0; i < t->flowtables.size(); ++i)
         if (t->flowtables[i].handle == *c.handle) {
-          if (tx_.ft_use[t][t->flowtables[i].name] > 0) return kerr(c, Errno::Busy, &c.handle_loc);
-          t->flowtables.erase(t->flowtables.begin() + i);
+          if (use_of(table_index(*t).ft_use, t->flowtables[i].name) > 0) return kerr(c, Errno::Busy, &c.handle_loc);
+          erase_flowtable(*t, i);
           return;
         }
       return kerr(c, Errno::Noent, &c.handle_loc);
@@ -1147,113 +1570,152 @@ class Applier {
           Flowtable nf;
           nf.name = c.name;
           nf.handle = ++t->next_handle;
-          nf.priority = c.flowtable.priority.value_or(0);
-          nf.devices = c.flowtable.devices;
-          t->flowtables.push_back(std::move(nf));
+          nf.priority = c.flowtable->priority.value_or(0);
+          nf.devices = c.flowtable->devices;
+          add_flowtable(*t, std::move(nf));
         }
         return;
       case Verb::Delete:
         if (!f) return kerr(c, Errno::Noent, &c.name_loc);
-        if (tx_.ft_use[t][c.name] > 0) return kerr(c, Errno::Busy, &c.name_loc);
-        t->flowtables.erase(t->flowtables.begin() + (f - t->flowtables.data()));
+        if (use_of(table_index(*t).ft_use, c.name) > 0) return kerr(c, Errno::Busy, &c.name_loc);
+        erase_flowtable(*t, static_cast<size_t>(f - t->flowtables.data()));
         return;
       default: return;
     }
   }
 };
 
-// A cycle in a table's jump graph (rules and verdict maps): the kernel reports loops as
-// EMLINK at places kpc does not model.
-std::optional<std::string> find_loop(const NftState& s) {
-  for (const auto& t : s.tables) {
-    std::unordered_map<std::string, std::vector<std::string>> edges;
-    std::unordered_map<std::string, std::vector<std::string>> set_targets;
-    for (const auto& st : t.sets)
-      for (const auto& e : st.elements)
-        if (auto c = verdict_chain(e.value)) set_targets[st.name].push_back(*c);
+// A table's jump graph (rules and verdict maps) over its live chains, by position. (Its
+// names are views of the table's, which do not change while it is used.)
+struct JumpGraph {
+  static constexpr uint32_t kUnknown = UINT32_MAX;  // a target that is not a live chain
+  std::vector<const Chain*> chains;           // live chains, in order
+  std::vector<uint32_t> first;                // per chain: its targets are targets[first[i], first[i+1])
+  std::vector<uint32_t> targets;              // (rule order; a map's targets in element order)
+  explicit JumpGraph(const Table& t) {
+    std::unordered_map<std::string_view, uint32_t> ids;
+    ids.reserve(t.chains.size());
+    chains.reserve(t.chains.size());
     for (const auto& ch : t.chains)
-      for (const auto& r : ch.rules) {
-        auto& out = edges[ch.name];
-        for (const auto& c : r.refs.chains) out.push_back(c);
+      if (!ch.removed && ids.emplace(ch.name, static_cast<uint32_t>(chains.size())).second) chains.push_back(&ch);
+    auto id = [&](std::string_view n) -> uint32_t {
+      auto it = ids.find(n);
+      return it == ids.end() ? kUnknown : it->second;
+    };
+    std::unordered_map<std::string_view, std::vector<uint32_t>> set_targets;
+    for (const auto& st : t.sets) {
+      if (st.removed) continue;
+      std::vector<uint32_t>* out = nullptr;
+      for (const auto& e : st.elements)
+        if (!e.removed)
+          if (auto c = verdict_chain(e.value)) {
+            if (!out) out = &set_targets[st.name];
+            out->push_back(id(*c));
+          }
+    }
+    first.reserve(chains.size() + 1);
+    for (const Chain* ch : chains) {
+      first.push_back(static_cast<uint32_t>(targets.size()));
+      for (const auto& r : ch->rules) {
+        for (const auto& c : r.refs.chains) targets.push_back(id(c));
         for (const auto& sname : r.refs.sets) {
           auto it = set_targets.find(sname);
-          if (it != set_targets.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+          if (it != set_targets.end()) targets.insert(targets.end(), it->second.begin(), it->second.end());
         }
       }
-    std::unordered_map<std::string, int> color;
-    std::unordered_map<std::string, int> depth;
-    std::optional<std::string> found;
-    std::function<int(const std::string&)> dfs = [&](const std::string& n) -> int {
-      int& c = color[n];
-      if (c == 1) {
-        found = n;
-        return 0;
+    }
+    first.push_back(static_cast<uint32_t>(targets.size()));
+  }
+};
+
+// dnat/snat/masquerade/reject in a chain a base chain of another type or hook reaches: the
+// kernel refuses it (EOPNOTSUPP) on a message kpc does not pin down. Not modelled.
+std::optional<std::string> find_misplaced(const Table& t, const JumpGraph& g) {
+  bool any = false;
+  for (const Chain* ch : g.chains)
+    for (const auto& r : ch->rules) any = any || r.refs.dnat || r.refs.snat || r.refs.masquerade || r.refs.reject;
+  if (!any) return std::nullopt;
+  (void)t;
+  const size_t n = g.chains.size();
+  std::vector<uint32_t> seen(n, UINT32_MAX);  // the base chain whose walk saw the chain
+  std::vector<uint32_t> todo;
+  for (uint32_t b = 0; b < n; ++b) {
+    const Chain& base = *g.chains[b];
+    if (!base.base) continue;
+    const std::string& h = base.hook;
+    const bool nat = base.type == "nat";
+    const bool dnat_ok = nat && (h == "prerouting" || h == "output"), snat_ok = nat && (h == "postrouting" || h == "input"),
+               masq_ok = nat && h == "postrouting",
+               reject_ok = h == "prerouting" || h == "input" || h == "forward" || h == "output";
+    todo.assign(1, b);
+    while (!todo.empty()) {
+      uint32_t v = todo.back();
+      todo.pop_back();
+      if (v == JumpGraph::kUnknown || seen[v] == b) continue;
+      seen[v] = b;
+      const Chain* ch = g.chains[v];
+      for (const auto& r : ch->rules) {
+        const RuleRefs& f = r.refs;
+        bool bad = (f.dnat && !dnat_ok) || (f.snat && !snat_ok) || (f.masquerade && !masq_ok) || (f.reject && !reject_ok);
+        if (bad)
+          return "a rule of chain " + ch->name + " (" + r.canonical + ") reached from base chain " + base.name +
+                 " (type " + base.type + " hook " + h + ")";
       }
-      if (c == 2) return depth[n];
-      c = 1;
-      int d = 0;
-      auto it = edges.find(n);
-      if (it != edges.end())
-        for (const auto& m : it->second) {
-          d = std::max(d, 1 + dfs(m));
-          if (found) return 0;
-        }
-      c = 2;
-      depth[n] = d;
-      return d;
-    };
-    for (const auto& ch : t.chains) {
-      int d = dfs(ch.name);
-      if (found) return "a loop through chain " + *found + " in table " + family_name(t.family) + " " + t.name;
-      if (ch.base && d > 15) return "a jump depth over 16 from base chain " + ch.name;
+      for (uint32_t i = g.first[v]; i < g.first[v + 1]; ++i) todo.push_back(g.targets[i]);
     }
   }
   return std::nullopt;
 }
 
-// dnat/snat/masquerade/reject in a chain a base chain of another type or hook reaches: the
-// kernel refuses it (EOPNOTSUPP) on a message kpc does not pin down. Not modelled.
-std::optional<std::string> find_misplaced(const NftState& s) {
-  for (const auto& t : s.tables) {
-    std::unordered_map<std::string, std::vector<std::string>> set_targets;
-    for (const auto& st : t.sets)
-      for (const auto& e : st.elements)
-        if (auto c = verdict_chain(e.value)) set_targets[st.name].push_back(*c);
-    std::unordered_map<std::string, const Chain*> by_name;
-    for (const auto& ch : t.chains) by_name[ch.name] = &ch;
-    for (const auto& base : t.chains) {
-      if (!base.base) continue;
-      std::set<std::string> seen;
-      std::vector<const Chain*> todo{&base};
-      while (!todo.empty()) {
-        const Chain* ch = todo.back();
-        todo.pop_back();
-        if (!seen.insert(ch->name).second) continue;
-        for (const auto& r : ch->rules) {
-          const RuleRefs& f = r.refs;
-          const std::string& h = base.hook;
-          bool nat = base.type == "nat";
-          bool bad = (f.dnat && !(nat && (h == "prerouting" || h == "output"))) ||
-                     (f.snat && !(nat && (h == "postrouting" || h == "input"))) ||
-                     (f.masquerade && !(nat && h == "postrouting")) ||
-                     (f.reject && !(h == "prerouting" || h == "input" || h == "forward" || h == "output"));
-          if (bad)
-            return "a rule of chain " + ch->name + " (" + r.canonical + ") reached from base chain " + base.name +
-                   " (type " + base.type + " hook " + h + ")";
-          auto go = [&](const std::string& n) {
-            auto it = by_name.find(n);
-            if (it != by_name.end()) todo.push_back(it->second);
-          };
-          for (const auto& c : f.chains) go(c);
-          for (const auto& sn : f.sets) {
-            auto it = set_targets.find(sn);
-            if (it != set_targets.end())
-              for (const auto& c : it->second) go(c);
-          }
-        }
-      }
+// A cycle in a table's jump graph (rules and verdict maps): the kernel reports loops as
+// EMLINK at places kpc does not model.
+struct LoopFinder {
+  const JumpGraph& g;
+  std::vector<uint8_t> color;
+  std::vector<int> depth;
+  std::optional<uint32_t> found;
+  explicit LoopFinder(const JumpGraph& gr) : g(gr), color(gr.chains.size(), 0), depth(gr.chains.size(), 0) {}
+  // (a target that is not a live chain is a leaf: depth 0)
+  int dfs(uint32_t v) {
+    if (v == JumpGraph::kUnknown) return 0;
+    uint8_t& c = color[v];
+    if (c == 1) {
+      found = v;
+      return 0;
     }
+    if (c == 2) return depth[v];
+    c = 1;
+    int d = 0;
+    for (uint32_t i = g.first[v]; i < g.first[v + 1]; ++i) {
+      d = std::max(d, 1 + dfs(g.targets[i]));
+      if (found) return 0;
+    }
+    color[v] = 2;
+    depth[v] = d;
+    return d;
   }
+};
+std::optional<std::string> find_loop(const Table& t, const JumpGraph& g) {
+  LoopFinder f(g);
+  for (uint32_t i = 0; i < g.chains.size(); ++i) {
+    int d = f.dfs(i);
+    if (f.found) return "a loop through chain " + g.chains[*f.found]->name + " in table " + family_name(t.family) + " " + t.name;
+    if (g.chains[i]->base && d > 15) return "a jump depth over 16 from base chain " + g.chains[i]->name;
+  }
+  return std::nullopt;
+}
+
+// The checks after the batch: misplaced statements (every table), then loops.
+std::optional<Err> check_graphs(const NftState& s) {
+  std::vector<JumpGraph> graphs;
+  graphs.reserve(s.tables.size());
+  for (const auto& t : s.tables) graphs.emplace_back(t);
+  for (size_t i = 0; i < s.tables.size(); ++i)
+    if (auto bad = find_misplaced(s.tables[i], graphs[i]))
+      return Err{Loc{1, 1, 1}, "not modelled by kpc: " + *bad + " (the kernel refuses such statements there)", true};
+  for (size_t i = 0; i < s.tables.size(); ++i)
+    if (auto loop = find_loop(s.tables[i], graphs[i]))
+      return Err{Loc{1, 1, 1}, "not modelled by kpc: " + *loop + " (the kernel refuses loops with EMLINK)", true};
   return std::nullopt;
 }
 
@@ -1271,16 +1733,18 @@ std::string line_of(std::string_view text, int line) {
 }
 
 // The expanded commands (table blocks and sets with elements split as nft_cmd_expand does).
+// The parsed commands are moved, not copied.
 std::vector<Command> expand(std::vector<Command>& cmds) {
+  size_t n = 0;
+  for (const auto& c : cmds) n += 2 + c.block.size();
   std::vector<Command> out;
-  for (auto& c : cmds) {
-    std::vector<Command> block = std::move(c.block);
-    c.block.clear();
-    bool set_elems = (c.obj == Obj::Set || c.obj == Obj::Map) && c.set.has_elements && !c.set.elements.empty();
-    out.push_back(c);
-    std::vector<Command> extra;
+  out.reserve(n);
+  auto push = [&](Command&& c) {
+    bool set_elems = (c.obj == Obj::Set || c.obj == Obj::Map) && c.set->has_elements && !c.set->elements.empty();
+    std::vector<ElemSpec> elems;
+    if (set_elems) elems = std::move(c.set.mut().elements);
+    Command e;
     if (set_elems) {
-      Command e;
       e.verb = Verb::Add;
       e.obj = Obj::Element;
       e.family = c.family;
@@ -1289,47 +1753,16 @@ std::vector<Command> expand(std::vector<Command>& cmds) {
       e.name = c.name;
       e.name_loc = c.name_loc;
       e.loc = c.loc;
-      e.elements = c.set.elements;
-      out.push_back(std::move(e));
-    }
-    for (auto& b : block) {
-      bool be = (b.obj == Obj::Set || b.obj == Obj::Map) && b.set.has_elements && !b.set.elements.empty();
-      out.push_back(b);
-      if (be) {
-        Command e;
-        e.verb = Verb::Add;
-        e.obj = Obj::Element;
-        e.family = b.family;
-        e.table = b.table;
-        e.table_loc = b.table_loc;
-        e.name = b.name;
-        e.name_loc = b.name_loc;
-        e.loc = b.loc;
-        e.elements = b.set.elements;
-        out.push_back(std::move(e));
-      }
-    }
-  }
-  return out;
-}
-
-// nft 1.0.6 merges consecutive `add element` (or `create element`) commands on the same set
-// into the first one (nft_cmd_collapse): one evaluation, one netlink message. Each element
-// keeps its own location.
-std::vector<Command> collapse(std::vector<Command> cmds) {  // by value: a copy
-  std::vector<Command> out;
-  long ei = -1;  // the command collecting elements (an index: `out` grows)
-  for (auto& c : cmds) {
-    bool candidate = c.obj == Obj::Element && (c.verb == Verb::Add || c.verb == Verb::Create);
-    if (candidate && ei >= 0) {
-      Command& e = out[ei];
-      if (e.verb == c.verb && e.family == c.family && e.table == c.table && e.name == c.name) {
-        for (auto& el : c.elements) e.elements.push_back(std::move(el));
-        continue;
-      }
+      e.elements = std::move(elems);
     }
     out.push_back(std::move(c));
-    ei = candidate ? static_cast<long>(out.size()) - 1 : -1;
+    if (set_elems) out.push_back(std::move(e));
+  };
+  for (auto& c : cmds) {
+    std::vector<Command> block = std::move(c.block);
+    c.block.clear();
+    push(std::move(c));
+    for (auto& b : block) push(std::move(b));
   }
   return out;
 }
@@ -1351,82 +1784,86 @@ NftError make_error(const Err& e, std::string_view file, std::string_view text) 
 ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view file_name, bool listing,
                        std::vector<Command>* expanded) {
   ApplyResult res;
-  std::vector<Command> parsed;
-  try {
-    parsed = parse_script(text);
-  } catch (const ParseFailure& f) {
-    Err e{f.loc, f.not_modelled ? "not modelled by kpc: " + f.message : f.message, true};
-    if (!f.not_modelled) e.not_modelled = false;
-    res.errors.push_back(make_error(e, file_name, text));
-    res.error = res.errors.front();
-    return res;
+  std::vector<Command> cmds;
+  {
+    std::vector<Command> parsed;
+    try {
+      parsed = parse_script(text);
+    } catch (const ParseFailure& f) {
+      Err e{f.loc, f.not_modelled ? "not modelled by kpc: " + f.message : f.message, true};
+      if (!f.not_modelled) e.not_modelled = false;
+      res.errors.push_back(make_error(e, file_name, text));
+      res.error = res.errors.front();
+      return res;
+    }
+    if (listing)
+      for (const auto& c : parsed)
+        if (c.obj != Obj::Table || c.verb != Verb::Add || !c.table_block) {
+          Err e{c.loc, "not an nft listing: expected 'table FAMILY NAME { ... }'", true};
+          res.errors = {make_error(e, file_name, text)};
+          res.error = res.errors.front();
+          return res;
+        }
+    cmds = expand(parsed);
   }
-  std::vector<Command> cmds = expand(parsed);
   res.operations = cmds.size();
   for (size_t i = 0; i < cmds.size(); ++i) cmds[i].seq = i;
-  if (listing)
-    for (const auto& c : parsed)
-      if (c.obj != Obj::Table || c.verb != Verb::Add || !c.table_block) {
-        Err e{c.loc, "not an nft listing: expected 'table FAMILY NAME { ... }'", true};
-        res.errors = {make_error(e, file_name, text)};
-        res.error = res.errors.front();
-        return res;
-      }
-  NftState work = state;
-  Applier a(work, file_name);
+  // The batch is applied to the state itself; an undo log takes it back when it fails.
+  Applier a(state, file_name);
   a.listing = listing;
-  // nft evaluates consecutive element commands on one set as one (nft_cmd_collapse), then
-  // sends them apart again.
-  std::vector<Command> collapsed = collapse(cmds);
-  bool eval_ok = a.evaluate(collapsed, cmds.size());
-  if (eval_ok) a.kernel(cmds);
+  bool eval_ok = a.evaluate(cmds);
+  if (eval_ok) {
+    a.begin();
+    a.kernel(cmds);
+  }
+  auto fail_whole = [&](const Err& e) {
+    a.rollback();
+    res.errors = {make_error(e, file_name, text)};
+    res.error = res.errors.front();
+    return res;
+  };
   // A refusal anywhere wins: kpc cannot say what nft does with the file.
   for (const auto& e : a.tx_.errors)
-    if (e.not_modelled) {
-      res.errors = {make_error(e, file_name, text)};
-      res.error = res.errors.front();
-      return res;
-    }
+    if (e.not_modelled) return fail_whole(e);
   if (eval_ok) {
-    if (auto bad = find_misplaced(work)) {
-      Err e{Loc{1, 1, 1}, "not modelled by kpc: " + *bad + " (the kernel refuses such statements there)", true};
-      res.errors = {make_error(e, file_name, text)};
-      res.error = res.errors.front();
-      return res;
-    }
+    if (auto bad = check_graphs(state)) return fail_whole(*bad);
   }
-  if (eval_ok) {
-    if (auto loop = find_loop(work)) {
-      Err e{Loc{1, 1, 1}, "not modelled by kpc: " + *loop + " (the kernel refuses loops with EMLINK)", true};
-      res.errors = {make_error(e, file_name, text)};
-      res.error = res.errors.front();
-      return res;
-    }
-  }
-  res.warnings = a.tx_.warnings;
+  res.warnings = std::move(a.tx_.warnings);
   if (!a.tx_.errors.empty()) {
     for (const auto& e : a.tx_.errors) res.errors.push_back(make_error(e, file_name, text));
     res.error = res.errors.front();
-    // Nothing changes, but the kernel's handle generators keep what the batch consumed.
     if (eval_ok) {
-      state.next_table_handle = work.next_table_handle;
-      for (auto& t : state.tables)
-        if (const Table* w = work.find_table(t.family, t.name); w && w->handle == t.handle) {
-          t.next_handle = std::max(t.next_handle, w->next_handle);
-          // and the size the kernel gave a set a rule of the batch updates (never rolled back)
-          for (auto& st : t.sets)
-            if (const Set* ws = w->find_set(st.name); ws && ws->handle == st.handle && st.size == 0 && ws->size_implied) {
-              st.size = ws->size;
-              st.size_implied = true;
-            }
+      // Nothing changes, but the kernel's handle generators keep what the batch consumed
+      // (and a set keeps the size the kernel gave it for a rule of the batch that updates it).
+      uint64_t table_handle = state.next_table_handle;
+      std::vector<std::tuple<uint64_t, Family, std::string, uint64_t>> next;  // table handle, family, name, next
+      std::vector<std::tuple<uint64_t, uint64_t, std::string, uint32_t>> sizes;  // table, set handle, name, size
+      for (const auto& t : state.tables) {
+        next.emplace_back(t.handle, t.family, t.name, t.next_handle);
+        for (const auto& st : t.sets)
+          if (!st.removed && st.size_implied) sizes.emplace_back(t.handle, st.handle, st.name, st.size);
+      }
+      a.rollback();
+      state.next_table_handle = table_handle;
+      for (auto& t : state.tables) {
+        for (const auto& [h, f, n, nh] : next)
+          if (h == t.handle && f == t.family && n == t.name) t.next_handle = std::max(t.next_handle, nh);
+        for (const auto& [h, sh, n, size] : sizes) {
+          if (h != t.handle) continue;
+          if (Set* st = t.find_set(n); st && st->handle == sh && st->size == 0) {
+            st->size = size;
+            st->size_implied = true;
+          }
         }
+      }
     }
     return res;
   }
-  for (auto& t : work.tables)
-    for (auto& ch : t.chains)
-      for (auto& r : ch.rules) r.tx_id = 0;
-  state = std::move(work);
+  a.commit();
+  if (a.tx_.flags & kUpdate)
+    for (auto& t : state.tables)
+      for (auto& ch : t.chains)
+        for (auto& r : ch.rules) r.tx_id = 0;
   res.ok = true;
   if (expanded) *expanded = std::move(cmds);
   return res;

@@ -1,9 +1,11 @@
 // Internals of the nft model shared by its files: tokens, parsed commands, statements.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "verifier/nft/nft.h"
@@ -14,14 +16,59 @@ enum class Tok { Word, String, LBrace, RBrace, Comma, Semi, Colon, SetRef, Newli
 
 struct Token {
   Tok kind = Tok::End;
-  std::string text;  ///< word, string contents (unquoted), set name (without '@'), handle number
+  std::string_view text;  ///< word, string contents (unquoted), set name (without '@'), handle number (a view of the input)
   Loc loc;
   size_t off = 0, end = 0;  ///< byte range in the input
 };
 
-/// Splits nft input into tokens (with locations). '#' comments are dropped, except
-/// "# handle N" (listings printed with -a), which becomes a Handle token.
+/// Splits nft input into tokens (with locations), one at a time. '#' comments are dropped,
+/// except "# handle N" (listings printed with -a), which becomes a Handle token. The tokens'
+/// texts are views of the input.
+class Lexer {
+ public:
+  explicit Lexer(std::string_view text) : text_(text) {}
+  Token next();  ///< the next token (End at the end, again and again); throws ParseFailure
+ private:
+  std::string_view text_;
+  size_t i_ = 0, line_start_ = 0;
+  int line_ = 1;
+};
+
+/// Every token of the input (End last).
 std::vector<Token> lex(std::string_view text);
+
+/// A value-semantic optional box: a part of a command only some kinds of commands have
+/// (kept out of line so that the other commands stay small). Reading an empty box gives a
+/// default value; mut() creates it.
+template <class T>
+class Box {
+ public:
+  Box() = default;
+  Box(const Box& o) : p_(o.p_ ? std::make_unique<T>(*o.p_) : nullptr) {}
+  Box& operator=(const Box& o) {
+    p_ = o.p_ ? std::make_unique<T>(*o.p_) : nullptr;
+    return *this;
+  }
+  Box(Box&&) noexcept = default;
+  Box& operator=(Box&&) noexcept = default;
+  Box& operator=(T v) {
+    p_ = std::make_unique<T>(std::move(v));
+    return *this;
+  }
+  const T* operator->() const { return p_ ? p_.get() : &empty(); }
+  const T& operator*() const { return p_ ? *p_ : empty(); }
+  T& mut() {
+    if (!p_) p_ = std::make_unique<T>();
+    return *p_;
+  }
+  void reset() { p_.reset(); }
+ private:
+  static const T& empty() {
+    static const T e{};
+    return e;
+  }
+  std::unique_ptr<T> p_;
+};
 
 /// Thrown while parsing; carries a located message. not_modelled: kpc's refusal.
 struct ParseFailure {
@@ -127,27 +174,25 @@ struct Command {
   bool table_block = false;
   std::vector<Command> block;  ///< the commands a table block stands for (nft_cmd_expand order)
   // chain
-  ChainSpec chain;
+  Box<ChainSpec> chain;
   bool chain_props = false;
   // set / map
-  SetSpec set;
+  Box<SetSpec> set;
   // element
   std::vector<ElemSpec> elements;
   // rule
-  ParsedRule rule;
-  std::vector<std::pair<std::string, Loc>> rule_tokens_unused;
+  Box<ParsedRule> rule;
   // flowtable
-  FlowtableSpec flowtable;
+  Box<FlowtableSpec> flowtable;
   uint64_t listed_handle = 0;   ///< a listing's "# handle N" for this object
   size_t seq = 0;               ///< position in the expanded command list
-  std::string source_line_text;
 };
 
 /// Parses a whole script (commands and table blocks). Throws ParseFailure.
 std::vector<Command> parse_script(std::string_view text);
 
-/// Parses a rule's statements (tokens of one rule) for the given family.
-ParsedRule parse_rule(std::string_view src, const std::vector<Token>& toks, size_t begin, size_t end, Family family);
+/// Parses a rule's statements (the n tokens of one rule, from toks) for the given family.
+ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, Family family);
 
 /// Canonical value of a key/value field of the given datatype; false if kpc does not
 /// model the text for that type. sort bytes appended to *bytes (the kernel's register layout).
@@ -161,6 +206,34 @@ bool parse_uint(std::string_view s, uint64_t* out);  ///< decimal or 0x hex
 bool parse_time(std::string_view s, uint64_t* ms);   ///< "10800s", "3h", "1h30m", "500ms", "10" (s)
 
 std::string quote(std::string_view s);  ///< "\"s\""
+
+// ------------------------------------------------------------------ indexes
+
+struct SvHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+using NameIndex = std::unordered_map<std::string, uint32_t, SvHash, std::equal_to<>>;
+
+/// A table's live chains and sets by name (positions in its vectors).
+using UseMap = std::unordered_map<std::string, int, SvHash, std::equal_to<>>;
+struct TableIndex {
+  NameIndex chains, sets;
+  size_t n_chains = 0, n_sets = 0;  ///< the vectors' sizes the index covers
+  /// References held by the table's rules and map elements, by the name they reference
+  /// (what the kernel's use counts say: a chain, set or flowtable in use cannot go).
+  UseMap chain_use, set_use, ft_use;
+};
+/// A set's live elements by key (elem_key) -> position.
+struct SetIndex {
+  NameIndex elems;
+  size_t n = 0;
+};
+/// The index key of canonical key fields.
+std::string elem_key(const std::vector<std::string>& key);
+/// The table's / set's index, built (or rebuilt when the vectors changed size) on demand.
+TableIndex& table_index(const Table& t);
+SetIndex& set_index(const Set& s);
 
 }  // namespace kpc::verifier::nft::detail
 

@@ -43,9 +43,9 @@ bool parse_listing(std::string_view text, std::string_view file_name, NftState* 
     if (c.obj == Obj::Chain) {
       if (Chain* ch = cur->find_chain(c.name); ch && c.listed_handle) ch->handle = c.listed_handle;
     } else if (c.obj == Obj::Set || c.obj == Obj::Map) {
-      if (Set* st = cur->find_set(c.name); st && c.set.handle) st->handle = c.set.handle;
+      if (Set* st = cur->find_set(c.name); st && c.set->handle) st->handle = c.set->handle;
     } else if (c.obj == Obj::Flowtable) {
-      if (Flowtable* f = cur->find_flowtable(c.name); f && c.flowtable.handle) f->handle = c.flowtable.handle;
+      if (Flowtable* f = cur->find_flowtable(c.name); f && c.flowtable->handle) f->handle = c.flowtable->handle;
     }
   }
   (void)ti;
@@ -53,7 +53,7 @@ bool parse_listing(std::string_view text, std::string_view file_name, NftState* 
   for (const auto& t : s.tables) maxh = std::max(maxh, t.handle);
   // Assign rule handles chain by chain from the listed ones.
   for (auto& t : s.tables) {
-    std::unordered_map<std::string, size_t> pos;
+    std::unordered_map<std::string_view, size_t> pos;  // (views of the commands' names)
     for (const auto& c : cmds) {
       if (c.obj != Obj::Rule || c.family != t.family || c.table != t.name) continue;
       Chain* ch = t.find_chain(c.name);

@@ -26,7 +26,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace kpc::verifier::nft {
@@ -62,6 +61,33 @@ struct ApplyResult {
   /// may print these rules differently.
   std::vector<std::string> warnings;
   bool not_modelled() const { return error && error->not_modelled; }
+};
+
+// ------------------------------------------------------------------ indexes (internal)
+
+namespace detail {
+struct TableIndex;
+struct SetIndex;
+}  // namespace detail
+
+/// Internal to the model: a look-up index over a vector of the state (names -> positions),
+/// built on first use and kept up to date by apply_script. A copy starts without one (it is
+/// rebuilt from the copied vectors on its first look-up). Code outside the model only reads
+/// the state's vectors; a caller that edits them must call NftState::reindex() afterwards.
+/// (A const look-up may build the index: a state is not to be read from several threads at
+/// once before its first look-up.)
+template <class T>
+class LazyIndex {
+ public:
+  LazyIndex() = default;
+  LazyIndex(const LazyIndex&) {}
+  LazyIndex& operator=(const LazyIndex&) {
+    p.reset();
+    return *this;
+  }
+  LazyIndex(LazyIndex&&) noexcept = default;
+  LazyIndex& operator=(LazyIndex&&) noexcept = default;
+  mutable std::shared_ptr<T> p;
 };
 
 // ------------------------------------------------------------------ values and statements
@@ -100,6 +126,7 @@ struct Element {
   std::optional<std::string> value;  ///< map value, canonical ("goto x", "drop", ...)
   std::optional<std::string> written_value;
   std::optional<std::string> timeout, expires;  ///< as listed (only read from listings)
+  bool removed = false;  ///< internal: deleted by the transaction being applied (never set outside apply_script)
 };
 
 struct Set {
@@ -119,6 +146,10 @@ struct Set {
   std::optional<std::string> comment;
   std::vector<Element> elements;       ///< insertion order (knftables' Dump); nft lists them sorted
   bool has_flag(std::string_view f) const;
+  /// The element with these canonical key fields (an index look-up), or nullptr.
+  const Element* find_element(const std::vector<std::string>& key) const;
+  bool removed = false;                ///< internal (as Element::removed)
+  LazyIndex<detail::SetIndex> index;   ///< internal: elements by key
 };
 
 struct Chain {
@@ -131,6 +162,7 @@ struct Chain {
   std::string policy = "accept";
   std::optional<std::string> comment;
   std::vector<Rule> rules;
+  bool removed = false;  ///< internal (as Element::removed)
 };
 
 struct Flowtable {
@@ -151,26 +183,13 @@ struct Table {
   std::vector<Set> sets;              ///< sets and maps, creation order
   std::vector<Flowtable> flowtables;
   uint64_t next_handle = 0;           ///< the table's handle generator (never rolled back)
-  /// Look-ups by name: O(1) on average (a name index built lazily and checked on use), so
-  /// that a 10,000-Service table (130,000 chains) loads in seconds, not hours. The index stays
-  /// right as long as chains and sets are only appended (push_back/emplace_back), erased, or
-  /// the vectors replaced, which is all the model does.
   Chain* find_chain(std::string_view n);
   const Chain* find_chain(std::string_view n) const;
   Set* find_set(std::string_view n);
   const Set* find_set(std::string_view n) const;
   Flowtable* find_flowtable(std::string_view n);
-
-  /// Internal: a name -> position index of chains or sets (see find_chain).
-  struct NameIndex {
-    struct Hash {
-      using is_transparent = void;
-      size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-    };
-    std::unordered_map<std::string, size_t, Hash, std::equal_to<>> pos;
-    size_t built_size = 0;
-  };
-  mutable NameIndex chain_index_, set_index_;
+  const Flowtable* find_flowtable(std::string_view n) const;
+  LazyIndex<detail::TableIndex> index;  ///< internal: chains and sets by name
 };
 
 /// A node's nftables state: tables in creation order.
@@ -181,6 +200,8 @@ class NftState {
   Table* find_table(Family f, std::string_view name);
   const Table* find_table(Family f, std::string_view name) const;
   bool empty() const { return tables.empty(); }
+  /// Drops the look-up indexes (rebuilt on demand): for a caller that edited the vectors.
+  void reindex();
 };
 
 /// Applies a script atomically (see the file comment). file_name is used in messages.

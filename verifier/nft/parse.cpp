@@ -2,6 +2,7 @@
 // `table ... { ... }` blocks (as `nft list ruleset` prints them).
 #include <cctype>
 #include <cstring>
+#include <deque>
 
 #include "verifier/nft/internal.h"
 
@@ -94,20 +95,18 @@ bool parse_time(std::string_view s, uint64_t* ms) {
   return true;
 }
 
-std::vector<Token> lex(std::string_view text) {
-  std::vector<Token> out;
-  int line = 1;
-  size_t line_start = 0;
-  size_t i = 0;
-  auto col = [&](size_t pos) { return static_cast<int>(pos - line_start) + 1; };
-  auto push = [&](Tok k, std::string t, size_t b, size_t e) {
+Token Lexer::next() {
+  const std::string_view text = text_;
+  size_t& i = i_;
+  auto col = [&](size_t pos) { return static_cast<int>(pos - line_start_) + 1; };
+  auto make = [&](Tok k, std::string_view t, size_t b, size_t e) {
     Token tok;
     tok.kind = k;
-    tok.text = std::move(t);
-    tok.loc = Loc{line, col(b), col(e - 1)};
+    tok.text = t;
+    tok.loc = Loc{line_, col(b), col(e - 1)};
     tok.off = b;
     tok.end = e;
-    out.push_back(std::move(tok));
+    return tok;
   };
   auto is_special = [](char c) {
     return c == '{' || c == '}' || c == ',' || c == ';' || c == '"' || c == ' ' || c == '\t' || c == '\n' ||
@@ -120,23 +119,24 @@ std::vector<Token> lex(std::string_view text) {
       continue;
     }
     if (c == '\n') {
-      push(Tok::Newline, "", i, i + 1);
+      Token t = make(Tok::Newline, {}, i, i + 1);
       ++i;
-      ++line;
-      line_start = i;
-      continue;
+      ++line_;
+      line_start_ = i;
+      return t;
     }
     if (c == '#') {
       size_t e = text.find('\n', i);
       if (e == std::string_view::npos) e = text.size();
       std::string_view com = text.substr(i, e - i);
+      size_t b = i;
+      i = e;
       // "# handle 12" (nft -a); listings may print "# handle 12" after a rule or a '{'.
       if (com.rfind("# handle ", 0) == 0) {
         size_t p = 9, q = p;
         while (q < com.size() && std::isdigit(static_cast<unsigned char>(com[q]))) ++q;
-        if (q > p) push(Tok::Handle, std::string(com.substr(p, q - p)), i, i + q);
+        if (q > p) return make(Tok::Handle, com.substr(p, q - p), b, b + q);
       }
-      i = e;
       continue;
     }
     if (c == '"') {
@@ -144,33 +144,39 @@ std::vector<Token> lex(std::string_view text) {
       size_t nl = text.find('\n', i + 1);
       if (e == std::string_view::npos || (nl != std::string_view::npos && nl < e)) {
         ParseFailure f;
-        f.loc = Loc{line, col(i), col(i)};
+        f.loc = Loc{line_, col(i), col(i)};
         f.message = "unterminated string";
         throw f;
       }
-      push(Tok::String, std::string(text.substr(i + 1, e - i - 1)), i, e + 1);
+      Token t = make(Tok::String, text.substr(i + 1, e - i - 1), i, e + 1);
       i = e + 1;
-      continue;
+      return t;
     }
-    if (c == '{') { push(Tok::LBrace, "{", i, i + 1); ++i; continue; }
-    if (c == '}') { push(Tok::RBrace, "}", i, i + 1); ++i; continue; }
-    if (c == ',') { push(Tok::Comma, ",", i, i + 1); ++i; continue; }
-    if (c == ';') { push(Tok::Semi, ";", i, i + 1); ++i; continue; }
+    if (c == '{') { ++i; return make(Tok::LBrace, "{", i - 1, i); }
+    if (c == '}') { ++i; return make(Tok::RBrace, "}", i - 1, i); }
+    if (c == ',') { ++i; return make(Tok::Comma, ",", i - 1, i); }
+    if (c == ';') { ++i; return make(Tok::Semi, ";", i - 1, i); }
     if (c == ':' && (i + 1 >= text.size() || is_special(text[i + 1]))) {
-      push(Tok::Colon, ":", i, i + 1);
       ++i;
-      continue;
+      return make(Tok::Colon, ":", i - 1, i);
     }
     size_t b = i;
     while (i < text.size() && !is_special(text[i])) ++i;
-    std::string w(text.substr(b, i - b));
-    if (w.size() > 1 && w[0] == '@') push(Tok::SetRef, w.substr(1), b, i);
-    else push(Tok::Word, std::move(w), b, i);
+    std::string_view w = text.substr(b, i - b);
+    if (w.size() > 1 && w[0] == '@') return make(Tok::SetRef, w.substr(1), b, i);
+    return make(Tok::Word, w, b, i);
   }
   Token end;
   end.kind = Tok::End;
-  end.loc = Loc{line, col(i), col(i)};
-  out.push_back(end);
+  end.loc = Loc{line_, col(i), col(i)};
+  return end;
+}
+
+std::vector<Token> lex(std::string_view text) {
+  std::vector<Token> out;
+  Lexer l(text);
+  do out.push_back(l.next());
+  while (out.back().kind != Tok::End);
   return out;
 }
 
@@ -188,14 +194,14 @@ Loc span(const Loc& a, const Loc& b) { return Loc{a.line, a.col_begin, b.line ==
 
 std::string describe(const Token& t) {
   switch (t.kind) {
-    case Tok::Word: return "'" + t.text + "'";
-    case Tok::String: return "string \"" + t.text + "\"";
+    case Tok::Word: return "'" + std::string(t.text) + "'";
+    case Tok::String: return "string \"" + std::string(t.text) + "\"";
     case Tok::LBrace: return "'{'";
     case Tok::RBrace: return "'}'";
     case Tok::Comma: return "','";
     case Tok::Semi: return "';'";
     case Tok::Colon: return "':'";
-    case Tok::SetRef: return "'@" + t.text + "'";
+    case Tok::SetRef: return "'@" + std::string(t.text) + "'";
     case Tok::Newline: return "end of line";
     case Tok::Handle: return "'# handle'";
     case Tok::End: return "end of file";
@@ -223,12 +229,13 @@ bool valid_priority_name(std::string_view name, Family f, std::string_view hook,
 
 class Parser {
  public:
-  Parser(std::string_view src, std::vector<Token> toks) : src_(src), t_(std::move(toks)) {}
+  Parser(std::string_view src) : src_(src), lexer_(src) {}
 
   std::vector<Command> script() {
     std::vector<Command> out;
     while (true) {
       skip_separators();
+      release();
       if (peek().kind == Tok::End) break;
       out.push_back(command());
       const Token& n = peek();
@@ -240,16 +247,41 @@ class Parser {
 
  private:
   std::string_view src_;
-  std::vector<Token> t_;
-  size_t p_ = 0;
+  // The tokens read so far and not released: t_[0] is the token at absolute index base_.
+  Lexer lexer_;
+  std::deque<Token> t_;  // a deque: references to tokens stay valid while more are read
+  std::vector<Token> rule_toks_;
+  size_t base_ = 0;
+  bool lexed_end_ = false;
+  size_t p_ = 0;  // absolute index of the next token
 
-  const Token& peek(size_t k = 0) const { return t_[std::min(p_ + k, t_.size() - 1)]; }
+  const Token& tok(size_t abs) {
+    while (abs - base_ >= t_.size() && !lexed_end_) {
+      t_.push_back(lexer_.next());
+      if (t_.back().kind == Tok::End) lexed_end_ = true;
+    }
+    return t_[std::min(abs - base_, t_.size() - 1)];
+  }
+  // Drops the tokens before the previous one (nothing refers to them any more).
+  void release() {
+    if (p_ - base_ < 4096) return;
+    size_t drop = p_ - 1 - base_;
+    t_.erase(t_.begin(), t_.begin() + static_cast<long>(drop));
+    base_ += drop;
+  }
+  const Token& peek(size_t k = 0) { return tok(p_ + k); }
+  // The rule of tokens [b, e) (absolute indexes).
+  ParsedRule rule_at(size_t b, size_t e, Family f) {
+    rule_toks_.clear();
+    for (size_t i = b; i < e; ++i) rule_toks_.push_back(tok(i));
+    return parse_rule(src_, rule_toks_.data(), rule_toks_.size(), f);
+  }
   const Token& next() {
-    const Token& t = t_[std::min(p_, t_.size() - 1)];
-    if (p_ < t_.size() - 1) ++p_;
+    const Token& t = tok(p_);
+    if (t.kind != Tok::End) ++p_;
     return t;
   }
-  bool is_word(std::string_view w, size_t k = 0) const { return peek(k).kind == Tok::Word && peek(k).text == w; }
+  bool is_word(std::string_view w, size_t k = 0) { return peek(k).kind == Tok::Word && peek(k).text == w; }
   void skip_separators() {
     while (peek().kind == Tok::Newline || peek().kind == Tok::Semi) next();
   }
@@ -266,7 +298,7 @@ class Parser {
       fail(t.loc, std::string("syntax error, unexpected ") + describe(t) + ", expecting " + what);
     if (loc) *loc = t.loc;
     next();
-    return t.text;
+    return std::string(t.text);
   }
   uint64_t number(const char* what, Loc* loc = nullptr) {
     const Token& t = peek();
@@ -333,7 +365,7 @@ class Parser {
     if (c.obj == Obj::Ruleset) {
       if (c.verb != Verb::Flush) fail(oloc, "syntax error, unexpected ruleset", true);
       if (peek().kind == Tok::Word && family_from_name(peek().text)) next();
-      c.loc = span(start, t_[p_ - 1].loc);
+      c.loc = span(start, tok(p_ - 1).loc);
       return c;
     }
     if ((c.verb == Verb::Insert || c.verb == Verb::Replace) && c.obj != Obj::Rule)
@@ -354,7 +386,6 @@ class Parser {
           break;
         }
         c.name = word("chain name", &c.name_loc);
-        c.chain.name = c.name;
         if (peek().kind == Tok::LBrace) {
           if (c.verb != Verb::Add && c.verb != Verb::Create) fail(peek().loc, "syntax error, unexpected '{'", true);
           next();
@@ -372,11 +403,11 @@ class Parser {
           break;
         }
         c.name = word("set name", &c.name_loc);
-        c.set.name = c.name;
-        c.set.is_map = c.obj == Obj::Map;
         if (c.verb == Verb::Add || c.verb == Verb::Create) {
+          c.set.mut().name = c.name;
+          c.set.mut().is_map = c.obj == Obj::Map;
           expect(Tok::LBrace, "'{'");
-          set_body(c.set);
+          set_body(c.set.mut());
           expect(Tok::RBrace, "'}'");
         }
         break;
@@ -393,10 +424,9 @@ class Parser {
           break;
         }
         c.name = word("flowtable name", &c.name_loc);
-        c.flowtable.name = c.name;
         if (peek().kind == Tok::LBrace) {
           next();
-          flowtable_body(c.flowtable);
+          flowtable_body(c.flowtable.mut());
           expect(Tok::RBrace, "'}'");
         }
         break;
@@ -435,12 +465,12 @@ class Parser {
           next();
         }
         if (b == p_) fail(peek().loc, "syntax error, unexpected " + describe(peek()), true);
-        c.rule = parse_rule(src_, t_, b, p_, c.family);
+        c.rule = rule_at(b, p_, c.family);
         break;
       }
       case Obj::Ruleset: break;
     }
-    c.loc = span(start, t_[p_ - 1].loc);
+    c.loc = span(start, tok(p_ - 1).loc);
     // nft's command location takes the newline (or ';') that ends it
     if ((peek().kind == Tok::Newline || peek().kind == Tok::Semi) && peek().loc.line == c.loc.line)
       c.loc.col_end = peek().loc.col_end;
@@ -455,12 +485,13 @@ class Parser {
     std::vector<Command> chains, sets, fts, rules;
     while (true) {
       skip_separators();
+      release();
       if (peek().kind == Tok::RBrace) break;
       Loc il = peek().loc;
       std::string item = word("table item");
       if (item == "comment") {
         if (peek().kind != Tok::String) fail(peek().loc, "syntax error, expecting string");
-        c.table_comment = next().text;
+        c.table_comment = std::string(next().text);
       } else if (item == "flags") {
         c.table_flags.push_back(word("flag"));
         while (peek().kind == Tok::Comma) {
@@ -477,13 +508,13 @@ class Parser {
         ch.table = c.table;
         ch.table_loc = c.table_loc;
         ch.name = word("chain name", &ch.name_loc);
-        ch.chain.name = ch.name;
+        ch.chain.mut().name = ch.name;
         expect(Tok::LBrace, "'{'");
         if (auto h = handle_comment()) ch.listed_handle = *h;
         std::vector<Command> crules = chain_body(ch, /*rules_allowed=*/true);
         expect(Tok::RBrace, "'}'");
         ch.chain_props = true;
-        ch.loc = span(il, t_[p_ - 1].loc);
+        ch.loc = span(il, tok(p_ - 1).loc);
         chains.push_back(std::move(ch));
         for (auto& r : crules) rules.push_back(std::move(r));
       } else if (item == "set" || item == "map") {
@@ -494,13 +525,13 @@ class Parser {
         st.table = c.table;
         st.table_loc = c.table_loc;
         st.name = word("set name", &st.name_loc);
-        st.set.name = st.name;
-        st.set.is_map = st.obj == Obj::Map;
+        st.set.mut().name = st.name;
+        st.set.mut().is_map = st.obj == Obj::Map;
         expect(Tok::LBrace, "'{'");
-        if (auto h = handle_comment()) st.set.handle = *h;
-        set_body(st.set);
+        if (auto h = handle_comment()) st.set.mut().handle = *h;
+        set_body(st.set.mut());
         expect(Tok::RBrace, "'}'");
-        st.loc = span(il, t_[p_ - 1].loc);
+        st.loc = span(il, tok(p_ - 1).loc);
         sets.push_back(std::move(st));
       } else if (item == "flowtable") {
         Command ft;
@@ -510,12 +541,12 @@ class Parser {
         ft.table = c.table;
         ft.table_loc = c.table_loc;
         ft.name = word("flowtable name", &ft.name_loc);
-        ft.flowtable.name = ft.name;
+        ft.flowtable.mut().name = ft.name;
         expect(Tok::LBrace, "'{'");
-        if (auto h = handle_comment()) ft.flowtable.handle = *h;
-        flowtable_body(ft.flowtable);
+        if (auto h = handle_comment()) ft.flowtable.mut().handle = *h;
+        flowtable_body(ft.flowtable.mut());
         expect(Tok::RBrace, "'}'");
-        ft.loc = span(il, t_[p_ - 1].loc);
+        ft.loc = span(il, tok(p_ - 1).loc);
         fts.push_back(std::move(ft));
       } else {
         fail(il, "table item '" + item + "' is not modelled by kpc");
@@ -551,37 +582,38 @@ class Parser {
     std::vector<Command> rules;
     while (true) {
       skip_separators();
+      release();
       if (peek().kind == Tok::RBrace || peek().kind == Tok::End) break;
       Loc il = peek().loc;
       if (is_word("type") && peek(1).kind == Tok::Word && is_word("hook", 2)) {
         next();
-        ch.chain.has_hook = true;
-        ch.chain.type = word("chain type", &ch.chain.type_loc);
+        ch.chain.mut().has_hook = true;
+        ch.chain.mut().type = word("chain type", &ch.chain.mut().type_loc);
         next();  // hook
-        ch.chain.hook = word("hook");
+        ch.chain.mut().hook = word("hook");
         if (is_word("device")) {
           next();
-          ch.chain.device = word("device");
+          ch.chain.mut().device = word("device");
         }
         if (!is_word("priority")) fail(peek().loc, "syntax error, unexpected " + describe(peek()) + ", expecting priority", true);
         next();
-        ch.chain.priority = priority_expr(ch.family, ch.chain.hook);
+        ch.chain.mut().priority = priority_expr(ch.family, ch.chain.mut().hook);
         continue;
       }
       if (is_word("policy")) {
         next();
         std::string pol = word("policy");
         if (pol != "accept" && pol != "drop") fail(il, "chain policy '" + pol + "' is not modelled by kpc");
-        ch.chain.policy = pol;
+        ch.chain.mut().policy = pol;
         continue;
       }
       if (is_word("comment") && peek(1).kind == Tok::String &&
           (peek(2).kind == Tok::Newline || peek(2).kind == Tok::Semi || peek(2).kind == Tok::RBrace)) {
         next();
-        ch.chain.comment = next().text;
+        ch.chain.mut().comment = std::string(next().text);
         continue;
       }
-      if (is_word("flags") || is_word("devices")) fail(il, "chain '" + peek().text + "' is not modelled by kpc");
+      if (is_word("flags") || is_word("devices")) fail(il, "chain '" + std::string(peek().text) + "' is not modelled by kpc");
       if (!rules_allowed) fail(il, "syntax error, unexpected " + describe(peek()), true);
       // A rule: up to the end of the line (or ';').
       size_t b = p_;
@@ -609,8 +641,8 @@ class Parser {
       r.table_loc = ch.table_loc;
       r.name = ch.name;
       r.name_loc = ch.name_loc;
-      r.rule = parse_rule(src_, t_, b, e, ch.family);
-      r.loc = span(t_[b].loc, t_[e - 1].loc);
+      r.rule = rule_at(b, e, ch.family);
+      r.loc = span(tok(b).loc, tok(e - 1).loc);
       if (handle) r.listed_handle = *handle;
       rules.push_back(std::move(r));
     }
@@ -671,7 +703,7 @@ class Parser {
         s.auto_merge = true;
       } else if (item == "comment") {
         if (peek().kind != Tok::String) fail(peek().loc, "syntax error, expecting string", true);
-        s.comment = next().text;
+        s.comment = std::string(next().text);
       } else if (item == "elements") {
         if (!is_word("=")) fail(peek().loc, "syntax error, expecting '='", true);
         next();
@@ -713,7 +745,7 @@ class Parser {
           next();
           if (peek().kind != Tok::String) fail(peek().loc, "syntax error, expecting string", true);
           ke = peek().loc;
-          e.comment = next().text;
+          e.comment = std::string(next().text);
         } else if (is_word("counter")) {
           fail(peek().loc, "element counters are not modelled by kpc");
         } else {
@@ -792,8 +824,17 @@ class Parser {
 }  // namespace
 
 std::vector<Command> parse_script(std::string_view text) {
-  Parser p(text, lex(text));
-  return p.script();
+  Parser p(text);
+  try {
+    return p.script();
+  } catch (const ParseFailure&) {
+    // nft reads (and kpc used to read) the whole input before parsing it: a lexical error
+    // anywhere in it wins over a syntax error before it.
+    Lexer l(text);
+    while (l.next().kind != Tok::End) {
+    }
+    throw;
+  }
 }
 
 }  // namespace detail

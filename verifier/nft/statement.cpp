@@ -165,7 +165,7 @@ const char* kFibTypes[] = {"unspec", "unicast", "local", "broadcast", "anycast",
 
 class RuleParser {
  public:
-  RuleParser(std::string_view src, const std::vector<Token>& t, size_t b, size_t e, Family f)
+  RuleParser(std::string_view src, const Token* t, size_t b, size_t e, Family f)
       : src_(src), t_(t), p_(b), end_(e), fam_(f) {}
 
   ParsedRule parse() {
@@ -174,7 +174,7 @@ class RuleParser {
     size_t stmt_end = end_;
     if (end_ - p_ >= 2 && t_[end_ - 2].kind == Tok::Word && t_[end_ - 2].text == "comment" &&
         t_[end_ - 1].kind == Tok::String) {
-      r.comment = t_[end_ - 1].text;
+      r.comment = std::string(t_[end_ - 1].text);
       stmt_end = end_ - 2;
     }
     if (stmt_end > p_) r.text = std::string(src_.substr(t_[p_].off, t_[stmt_end - 1].end - t_[p_].off));
@@ -210,12 +210,12 @@ class RuleParser {
         const Token& tk = t_[i];
         if (tk.kind == Tok::SetRef) {
           bool map = i > start && t_[i - 1].kind == Tok::Word && (t_[i - 1].text == "vmap" || t_[i - 1].text == "map");
-          r.refs.sets.push_back(tk.text);
-          r.ref_locs.push_back({tk.text, tk.loc, map ? ParsedRule::Ref::Map : ParsedRule::Ref::Set});
+          r.refs.sets.push_back(std::string(tk.text));
+          r.ref_locs.push_back({std::string(tk.text), tk.loc, map ? ParsedRule::Ref::Map : ParsedRule::Ref::Set});
         } else if (tk.kind == Tok::Word && (tk.text == "jump" || tk.text == "goto") && i + 1 < end_ &&
                    t_[i + 1].kind == Tok::Word) {
-          r.refs.chains.push_back(t_[i + 1].text);
-          r.ref_locs.push_back({t_[i + 1].text, t_[i + 1].loc, ParsedRule::Ref::Chain});
+          r.refs.chains.push_back(std::string(t_[i + 1].text));
+          r.ref_locs.push_back({std::string(t_[i + 1].text), t_[i + 1].loc, ParsedRule::Ref::Chain});
         }
       }
     }
@@ -225,7 +225,7 @@ class RuleParser {
 
  private:
   std::string_view src_;
-  const std::vector<Token>& t_;
+  const Token* t_;
   size_t p_, end_;
   Family fam_;
   RuleRefs refs_;
@@ -245,24 +245,24 @@ class RuleParser {
   std::string word() {
     const Token& t = next();
     if (t.kind != Tok::Word) bad("an unexpected token");
-    return t.text;
+    return std::string(t.text);
   }
 
   void add_chain_ref(const Token& t) {
-    refs_.chains.push_back(t.text);
-    ref_locs_.push_back({t.text, t.loc, ParsedRule::Ref::Chain});
+    refs_.chains.push_back(std::string(t.text));
+    ref_locs_.push_back({std::string(t.text), t.loc, ParsedRule::Ref::Chain});
   }
   void add_set_ref(const Token& t, ParsedRule::Ref::Kind k) {
-    refs_.sets.push_back(t.text);
-    if (k == ParsedRule::Ref::Dynset) refs_.dynset.push_back(t.text);
-    ref_locs_.push_back({t.text, t.loc, k});
+    refs_.sets.push_back(std::string(t.text));
+    if (k == ParsedRule::Ref::Dynset) refs_.dynset.push_back(std::string(t.text));
+    ref_locs_.push_back({std::string(t.text), t.loc, k});
   }
 
   // A primary expression, or nothing (false) if the next words are not one.
   bool primary(Lhs* out) {
     const Token& t = peek();
     if (t.kind != Tok::Word) return false;
-    const std::string& w = t.text;
+    const std::string_view w = t.text;
     auto take = [&](int n, std::string text, Dtype d) {
       p_ += n;
       out->text = std::move(text);
@@ -271,21 +271,21 @@ class RuleParser {
     };
     if (w == "ip" && (is("saddr", 1) || is("daddr", 1))) {
       if (fam_ == Family::Ip6) bad("ip in an ip6 table");
-      return take(2, "ip " + peek(1).text, Dtype::Ipv4Addr);
+      return take(2, "ip " + std::string(peek(1).text), Dtype::Ipv4Addr);
     }
     if (w == "ip" && is("protocol", 1)) return take(2, "ip protocol", Dtype::InetProto);
     if (w == "ip6" && (is("saddr", 1) || is("daddr", 1))) {
       if (fam_ == Family::Ip) bad("ip6 in an ip table");
-      return take(2, "ip6 " + peek(1).text, Dtype::Ipv6Addr);
+      return take(2, "ip6 " + std::string(peek(1).text), Dtype::Ipv6Addr);
     }
     if (w == "meta" && is("l4proto", 1)) return take(2, "meta l4proto", Dtype::InetProto);
     if (w == "meta" && is("mark", 1)) return take(2, "meta mark", Dtype::Mark);
     if (w == "mark") return take(1, "meta mark", Dtype::Mark);
-    if (w == "meta" && (is("iifname", 1) || is("oifname", 1))) return take(2, peek(1).text, Dtype::Ifname);
-    if (w == "iifname" || w == "oifname") return take(1, w, Dtype::Ifname);
-    if (w == "th" && (is("dport", 1) || is("sport", 1))) return take(2, "th " + peek(1).text, Dtype::InetService);
+    if (w == "meta" && (is("iifname", 1) || is("oifname", 1))) return take(2, std::string(peek(1).text), Dtype::Ifname);
+    if (w == "iifname" || w == "oifname") return take(1, std::string(w), Dtype::Ifname);
+    if (w == "th" && (is("dport", 1) || is("sport", 1))) return take(2, "th " + std::string(peek(1).text), Dtype::InetService);
     if ((w == "tcp" || w == "udp" || w == "sctp") && (is("dport", 1) || is("sport", 1)))
-      return take(2, w + " " + peek(1).text, Dtype::InetService);
+      return take(2, std::string(w) + " " + std::string(peek(1).text), Dtype::InetService);
     if (w == "ct" && is("state", 1)) {
       out->ctstate = true;
       return take(2, "ct state", Dtype::CtState);
@@ -293,7 +293,7 @@ class RuleParser {
     if (w == "ct" && is("mark", 1)) return take(2, "ct mark", Dtype::Mark);
     if (w == "fib" && (is("saddr", 1) || is("daddr", 1)) && is("type", 2)) {
       out->fib = true;
-      return take(3, "fib " + peek(1).text + " type", Dtype::Unknown);
+      return take(3, "fib " + std::string(peek(1).text) + " type", Dtype::Unknown);
     }
     if (w == "numgen" && is("random", 1) && is("mod", 2)) {
       uint64_t n;
@@ -345,7 +345,7 @@ class RuleParser {
       return out;
     }
     if (t.kind != Tok::Word) bad("a value");
-    std::string w = t.text;
+    std::string w = std::string(t.text);
     if (d == Dtype::Ipv4Addr || d == Dtype::Ipv6Addr) {
       size_t slash = w.find('/');
       std::string addr = w.substr(0, slash);
@@ -475,14 +475,14 @@ class RuleParser {
     if (t.kind != Tok::Word) bad("a verdict");
     if (t.text == "accept" || t.text == "drop" || t.text == "return" || t.text == "continue") {
       *terminal = true;
-      return t.text;
+      return std::string(t.text);
     }
     if (t.text == "jump" || t.text == "goto") {
       const Token& c = next();
       if (c.kind != Tok::Word) bad("a chain name");
       add_chain_ref(c);
       *terminal = true;
-      return t.text + " " + c.text;
+      return std::string(t.text) + " " + std::string(c.text);
     }
     bad("a verdict");
   }
@@ -513,11 +513,11 @@ class RuleParser {
       if (v.text == "jump" || v.text == "goto") {
         const Token& c = next();
         if (c.kind != Tok::Word) bad("a chain name");
-        e.val = v.text + " " + c.text;
-        e.chain = c.text;
-        refs_.chains.push_back(c.text);
+        e.val = std::string(v.text) + " " + std::string(c.text);
+        e.chain = std::string(c.text);
+        refs_.chains.push_back(std::string(c.text));
       } else if (v.text == "accept" || v.text == "drop" || v.text == "return" || v.text == "continue") {
-        e.val = v.text;
+        e.val = std::string(v.text);
       } else {
         bad("a verdict");
       }
@@ -557,7 +557,7 @@ class RuleParser {
     ++p_;
     const Token& t = next();
     if (t.kind != Tok::Word) bad("a nat address");
-    std::string w = t.text;
+    std::string w = std::string(t.text);
     std::string out;
     std::string addr, port;
     if (!w.empty() && w[0] == '[') {
@@ -592,7 +592,7 @@ class RuleParser {
   std::string statement(bool* terminal) {
     const Token& t = peek();
     if (t.kind != Tok::Word) bad("an unexpected token");
-    const std::string w = t.text;
+    const std::string w = std::string(t.text);
     if (w == "accept" || w == "drop" || w == "return" || w == "continue" || w == "jump" || w == "goto")
       return verdict_word(terminal);
     if (w == "reject") {
@@ -640,15 +640,15 @@ class RuleParser {
       if (!lhs(&l) || l.binop || l.fib || l.ctstate || l.numgen) bad("a set update key");
       if (peek().kind != Tok::RBrace) bad("a set update with options");
       ++p_;
-      dyn_types_.push_back({s.text, l.types});
-      return w + " @" + s.text + " { " + l.text + " }";
+      dyn_types_.push_back({std::string(s.text), l.types});
+      return w + " @" + std::string(s.text) + " { " + l.text + " }";
     }
     if (w == "flow" && (is("add", 1) || is("offload", 1)) && peek(2).kind == Tok::SetRef) {
       p_ += 2;
       const Token& s = next();
-      refs_.flowtables.push_back(s.text);
-      ref_locs_.push_back({s.text, s.loc, ParsedRule::Ref::Flowtable});
-      return "flow add @" + s.text;
+      refs_.flowtables.push_back(std::string(s.text));
+      ref_locs_.push_back({std::string(s.text), s.loc, ParsedRule::Ref::Flowtable});
+      return "flow add @" + std::string(s.text);
     }
     // meta mark set ...
     if ((w == "mark" && is("set", 1)) || (w == "meta" && is("mark", 1) && is("set", 2))) {
@@ -674,9 +674,9 @@ class RuleParser {
       if (peek().kind == Tok::SetRef) {
         const Token& s = next();
         add_set_ref(s, ParsedRule::Ref::Map);
-        vmap_types_.push_back({s.text, l.types});
+        vmap_types_.push_back({std::string(s.text), l.types});
         *terminal = true;
-        return l.text + " vmap @" + s.text;
+        return l.text + " vmap @" + std::string(s.text);
       }
       if (peek().kind == Tok::LBrace) {
         Loc open = peek().loc;
@@ -695,8 +695,8 @@ class RuleParser {
       if (l.binop || l.fib || l.ctstate) bad("a lookup kpc does not model");
       const Token& s = next();
       add_set_ref(s, ParsedRule::Ref::Set);
-      lookup_types_.push_back({s.text, l.types});
-      return l.text + (op == "!=" ? " != " : " ") + "@" + s.text;
+      lookup_types_.push_back({std::string(s.text), l.types});
+      return l.text + (op == "!=" ? " != " : " ") + "@" + std::string(s.text);
     }
     if (l.types.size() != 1) bad("a concatenation match");
     std::string rhs;
@@ -751,8 +751,8 @@ class RuleParser {
 
 }  // namespace
 
-ParsedRule parse_rule(std::string_view src, const std::vector<Token>& toks, size_t begin, size_t end, Family family) {
-  RuleParser p(src, toks, begin, end, family);
+ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, Family family) {
+  RuleParser p(src, toks, 0, n, family);
   ParsedRule r = p.parse();
   if (r.canonicalized) {
     for (auto& [name, types] : p.vmap_types_) r.typed_refs.push_back({name, types, ParsedRule::Ref::Map});
