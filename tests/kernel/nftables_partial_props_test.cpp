@@ -16,6 +16,7 @@
 #include "tests/support/cluster_changes.h"
 #include "tests/support/cluster_env.h"
 #include "tests/support/netns.h"
+#include "tests/support/nft_compare.h"
 #include "tests/support/snapshot_gen.h"
 #include "verifier/nft/nft.h"
 
@@ -23,61 +24,6 @@ namespace kpc::test {
 namespace {
 
 using testgen::GeneratedCluster;
-
-// `nft list ruleset` made comparable across histories: the kernel lists a table's chains,
-// sets and maps in creation order (a partial sync creates chains after the fixed ones) and
-// set elements in hash order, neither of which is behaviour. Objects are sorted by their
-// header line and element lists by element; everything else, rule order included, is kept.
-std::string normalized_listing(const std::string& text) {
-  std::vector<std::string> lines;
-  for (size_t pos = 0; pos < text.size();) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
-    lines.push_back(text.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  std::string out;
-  std::vector<std::string> blocks;
-  std::string block;
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const std::string& l = lines[i];
-    if (l.rfind("table ", 0) == 0 || l == "}") {
-      std::sort(blocks.begin(), blocks.end());
-      for (const auto& b : blocks) out += b;
-      blocks.clear();
-      out += l + "\n";
-      continue;
-    }
-    if (l.rfind("\t\telements = { ", 0) == 0) {
-      // Gather the (possibly wrapped) element list and sort its items.
-      std::string all = l.substr(std::string("\t\telements = { ").size());
-      while (all.find(" }") == std::string::npos && i + 1 < lines.size()) {
-        std::string next = lines[++i];
-        all += " " + next.substr(next.find_first_not_of(" \t"));
-      }
-      all = all.substr(0, all.rfind(" }"));
-      std::vector<std::string> items;
-      for (size_t p = 0;;) {
-        size_t c = all.find(", ", p);
-        items.push_back(all.substr(p, c - p));
-        if (c == std::string::npos) break;
-        p = c + 2;
-      }
-      std::sort(items.begin(), items.end());
-      block += "\t\telements = {";
-      for (const auto& it : items) block += " " + it + ",";
-      block += " }\n";
-      continue;
-    }
-    if (l.empty()) continue;
-    block += l + "\n";
-    if (l == "\t}") {
-      blocks.push_back(block);
-      block.clear();
-    }
-  }
-  return out;
-}
 
 struct NftKernels {
   Netns a, b;  // a: full(OLD) + partial + cleanup; b: full(NEW) alone
@@ -146,8 +92,8 @@ void check_step(const Snapshot& prior, const Snapshot& next, IPFamily family) {
   RC_ASSERT(vn::apply_script(model_b, full_new->text, "b.nft").ok);
   if (vn::print_ruleset(model_a) != listed_a) RC_FAIL("model and kernel list prior+partial differently:\n" + listed_a);
   if (vn::print_ruleset(model_b) != listed_b) RC_FAIL("model and kernel list full(NEW) differently:\n" + listed_b);
-  std::string got = normalized_listing(listed_a);
-  std::string want = normalized_listing(listed_b);
+  std::string got = normalized_nft_listing(listed_a);
+  std::string want = normalized_nft_listing(listed_b);
   ++step_counter.steps;
   if (got != want)
     RC_FAIL("prior + partial differs from full:\n--- partial\n" + partial->text + "\n--- got\n" + got +
