@@ -86,3 +86,22 @@ TEST(VerifierCli, SimulateIPv6) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// Issue 13 §6: a flag that would be ignored is an error. --node picks the node of snapshots;
+// `verify --state/--partial/--full` reads programs, where there is none to pick.
+TEST(VerifierCli, VerifyNodeWithProgramsIsAnError) {
+  std::string f = source_path("fixtures/example/expected/iptables.restore");
+  auto r = run({bin_path("kpc"), "verify", "--state", f, "--partial", f, "--full", f, "--node", "node-a"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--node"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--prior"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  auto ok = run({bin_path("kpc"), "verify", "--state", f, "--partial", f, "--full", f});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+}  // namespace
+}  // namespace kpc::test

@@ -134,7 +134,9 @@ void add_verify(CLI::App& app, int& exit_code) {
                   "the node's addresses for the packet-level check (default: the snapshot's node addresses, "
                   "else one address no rule names)");
   add_max_input_size_option(cmd, opts->max_input_size);
-  add_node_option(cmd, opts->node, " (snapshots only: NEW and --prior)");
+  // --node picks the node of snapshots: with programs given there is nothing to pick (an error,
+  // not a silently ignored flag).
+  add_node_option(cmd, opts->node, " (snapshots only: NEW and --prior)")->needs(prior);
   cmd->footer(
       "Examples:\n"
       "  kpc verify new/ --prior old/                                   kpc compiles prior, partial and full\n"
