@@ -27,6 +27,7 @@
 #include "tests/support/cluster_env.h"
 #include "tests/support/cluster_events.h"
 #include "tests/support/snapshot_gen.h"
+#include "tests/support/test_util.h"
 
 namespace kpc::test {
 namespace {
@@ -81,11 +82,8 @@ void check_same(const NftCompileResult& inc, const nftables::SyncResult& ref, bo
   if (inc.cleanup_text != ref_cleanup)
     RC_FAIL(what + ": cleanup transactions differ\n--- incremental\n" + inc.cleanup_text + "--- reference\n" + ref_cleanup);
   if (inc.text != ref_text) {
-    size_t at = std::mismatch(inc.text.begin(), inc.text.end(), ref_text.begin(), ref_text.end()).first - inc.text.begin();
-    size_t from = inc.text.rfind('\n', at == 0 ? 0 : at - 1);
-    from = from == std::string::npos ? 0 : from + 1;
-    RC_FAIL(what + ": transactions differ at byte " + std::to_string(at) + "\n incremental: " + inc.text.substr(from, 240) +
-            "\n reference:   " + ref_text.substr(from, 240) + "\n--- reference transaction\n" + ref_text);
+    RC_FAIL(what + ": transactions " + first_difference(inc.text, ref_text, "incremental", "reference") +
+            "\n--- reference transaction\n" + ref_text);
   }
   if (inc.sync.total_endpoints != ref.total_endpoints ||
       inc.sync.no_local_endpoints_internal != ref.no_local_endpoints_internal ||

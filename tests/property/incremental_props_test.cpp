@@ -34,6 +34,7 @@
 #include "tests/support/cluster_env.h"
 #include "tests/support/cluster_events.h"
 #include "tests/support/snapshot_gen.h"
+#include "tests/support/test_util.h"
 
 namespace kpc::test {
 namespace {
@@ -128,12 +129,7 @@ void check_same(const CompileResult& incremental, const CompileResult& batch, co
   if (describe(incremental) != describe(batch))
     RC_FAIL(what + ": results differ\n incremental: " + describe(incremental) + "\n batch:       " + describe(batch));
   if (incremental.text != batch.text) {
-    size_t at = std::mismatch(incremental.text.begin(), incremental.text.end(), batch.text.begin(), batch.text.end())
-                    .first - incremental.text.begin();
-    size_t from = incremental.text.rfind('\n', at == 0 ? 0 : at - 1);
-    from = from == std::string::npos ? 0 : from + 1;
-    RC_FAIL(what + ": texts differ at byte " + std::to_string(at) + "\n incremental: " +
-            incremental.text.substr(from, 200) + "\n batch:       " + batch.text.substr(from, 200) +
+    RC_FAIL(what + ": texts " + first_difference(incremental.text, batch.text, "incremental", "batch", 200) +
             "\n--- batch program\n" + batch.text);
   }
 }

@@ -1,5 +1,7 @@
 #include "tests/support/test_util.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -88,6 +90,17 @@ CommandResult run(const std::vector<std::string>& argv, const std::string& stdin
   waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+std::string first_difference(const std::string& a, const std::string& b, const std::string& a_label,
+                             const std::string& b_label, size_t width) {
+  if (a == b) return "";
+  size_t at = std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin();
+  size_t from = a.rfind('\n', at == 0 ? 0 : at - 1);
+  from = from == std::string::npos ? 0 : from + 1;
+  std::string pad(std::max(a_label.size(), b_label.size()), ' ');
+  return "differ at byte " + std::to_string(at) + "\n " + a_label + ": " + pad.substr(a_label.size()) +
+         a.substr(from, width) + "\n " + b_label + ": " + pad.substr(b_label.size()) + b.substr(from, width);
 }
 
 }  // namespace kpc::test

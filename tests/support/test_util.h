@@ -30,6 +30,11 @@ std::string source_path(const std::string& relative);
 std::string bin_path(const std::string& name);
 
 std::string read_file(const std::string& path);
+
+/// Where two texts first differ: "at byte N" and the line holding it from each side (up to
+/// `width` bytes), labelled; "" when equal. For failure messages comparing two programs.
+std::string first_difference(const std::string& a, const std::string& b, const std::string& a_label,
+                             const std::string& b_label, size_t width = 240);
 void write_file(const std::string& path, const std::string& text);
 /// A fresh, empty temporary directory (removed by the OS; tests clean up best-effort).
 std::string temp_dir(const std::string& tag);
