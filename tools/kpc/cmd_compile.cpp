@@ -394,7 +394,9 @@ std::optional<std::string> compile_program(const Snapshot& snap, Target target, 
   o.kube_proxy_version = kube_proxy_version;
   Snapshot no_prior;
   if (target.kind == BackendKind::IPVS) {  // four files: not one program text
-    diags.report(DiagCode::ModeNotCompiled, {}, "", "",
+    bool from_mode = snap.config.mode == ProxyMode::IPVS && snap.config.fields.at("mode").known();
+    diags.report(DiagCode::ModeNotCompiled, from_mode ? snap.config.fields.at("mode") : Pos{},
+                 from_mode ? "KubeProxyConfiguration" : "", from_mode ? "mode" : "",
                  "the ipvs back end writes four files; this command compares one program per back end (use "
                  "`kpc compile --backend ipvs -o DIR`)");
     return std::nullopt;
