@@ -168,7 +168,8 @@ std::vector<std::string> check(const YAML::Node& exp, const IpvsCompileResult& r
       std::string text;
       for (const auto& op : t.ops)
         if (op.kind == ir::OpKind::DeclareChain) text += ":" + op.chain + " - [0:0]\n";
-      std::string want = chains[ir::table_name(t.table)].as<std::string>();
+      std::string want;
+      for (const auto& line : chains[ir::table_name(t.table)]) want += line.as<std::string>() + "\n";
       if (text != want) errors.push_back(std::string(ir::table_name(t.table)) + " chains:\n" + text);
     }
   }
