@@ -48,9 +48,11 @@ std::string print_ipvsadm(const Program& prog) {
   std::string out;
   for (const auto& vs : prog.virtual_servers) {
     std::string svc = std::string(protocol_option(vs.protocol)) + " " + host_port(vs.address, vs.port);
+    // ipvsadm 1.31's rule format: "-A %s -s %s", then " -p %u" (no -M: kube-proxy's netmask is
+    // the full /32 or /128), then " -b " and the scheduler's flags.
     out += "-A " + svc + " -s " + vs.scheduler;
-    if (vs.source_port_hash) out += " -b mh-port";
     if (vs.persistent) out += " -p " + std::to_string(vs.timeout);
+    if (vs.source_port_hash) out += " -b mh-port";
     out += '\n';
     for (const auto& rs : vs.real_servers)
       out += "-a " + svc + " -r " + host_port(rs.address, rs.port) + " -m -w " + std::to_string(rs.weight) + "\n";

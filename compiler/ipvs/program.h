@@ -38,7 +38,7 @@ struct VirtualServer {
   std::string scheduler = "rr";  ///< ipvs.scheduler (a closed enumeration in the config decoder)
   bool persistent = false;       ///< ClientIP affinity: IP_VS_SVC_F_PERSISTENT with `timeout`
   uint32_t timeout = 0;          ///< seconds, when persistent
-  bool source_port_hash = false; ///< scheduler mh: flag 0x10, printed `-b mh-port`
+  bool source_port_hash = false; ///< scheduler mh: flag 0x10, printed `-b mh-port` (after -p)
   std::vector<RealServer> real_servers;  ///< sorted as ipvsadm -S lists them
   // Where it comes from (not IPVS state).
   VsKind kind = VsKind::ClusterIP;

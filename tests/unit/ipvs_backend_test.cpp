@@ -116,7 +116,7 @@ TEST(IpvsBackend, StrictArpTimeoutsAndScheduler) {
   EXPECT_TRUE(has(r->node_plan, "\nnet.ipv4.conf.all.arp_announce = 2\n"));
   EXPECT_TRUE(has(r->node_plan, "\nipvsadm --set 900 0 300\n"));
   // mh hashes the source port too (flag 0x10); ClientIP affinity is persistence.
-  EXPECT_TRUE(has(r->ipvs_rules, "-A -t 10.96.0.5:80 -s mh -b mh-port -p 10800\n")) << r->ipvs_rules;
+  EXPECT_TRUE(has(r->ipvs_rules, "-A -t 10.96.0.5:80 -s mh -p 10800 -b mh-port\n")) << r->ipvs_rules;
 }
 
 TEST(IpvsBackend, LocalPolicyFallsBackToClusterEndpoints) {
