@@ -127,7 +127,7 @@ TEST(IpvsKernel, IpsetAndIptablesProgramsLoad) {
       ++programs;
     }
   }
-  EXPECT_GE(programs, 60u);
+  EXPECT_GE(programs, 80u);
   std::printf("%zu programs loaded; %zu -m ipvs rules left out (no ip_vs in this kernel)\n", programs,
               ipvs_rules_left_out);
 }
