@@ -167,6 +167,11 @@ TEST(IpvsBackend, CliWritesFourFilesOrNothing) {
   EXPECT_TRUE(has(no_dir.err, "give -o DIR")) << no_dir.err;
   EXPECT_EQ(no_dir.out, "");
 
+  // --node is a name, never text for the plan's header.
+  auto node = run({bin_path("kpc"), "compile", dir + "/c.yaml", "--node", "n1\n# x", "-o", dir + "/n"});
+  EXPECT_EQ(node.exit_code, 2);
+  EXPECT_FALSE(fs::exists(dir + "/n"));
+
   auto prior = run({bin_path("kpc"), "compile", dir + "/c.yaml", "--prior", dir + "/c.yaml", "-o", dir + "/p"});
   EXPECT_EQ(prior.exit_code, 2);
   EXPECT_FALSE(fs::exists(dir + "/p"));
