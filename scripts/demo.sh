@@ -109,6 +109,19 @@ printf '\nKEP-4963 fast path: Services with trafficHint: LongLived (shop/web her
 step "$KPC" compile "$EXAMPLE" --backend fastpath -o "$OUT/fastpath.nft"
 cat "$OUT/fastpath.nft"
 
+printf '\nIPVS mode (issue 17): virtual servers for ipvsadm -R, the KUBE-* ipsets, the companion iptables chains\n'
+printf 'and the node plan (kube-ipvs0 addresses, sysctls for the node'"'"'s kernel, each with its reason):\n'
+step "$KPC" compile "$EXAMPLE" --backend ipvs -o "$OUT/ipvs" --stats
+head -n 4 "$OUT/ipvs/ipvs.rules"
+grep -m1 conn_reuse_mode "$OUT/ipvs/node.plan"
+if [ "$(id -u)" = 0 ] && ip netns add kpc-demo-ipvs 2>/dev/null; then
+  # Without the ip_vs module the kernel refuses ipvs.rules and the `-m ipvs` rules of KUBE-IPVS-OUT-FILTER.
+  ip netns exec kpc-demo-ipvs ipset restore < "$OUT/ipvs/ipset.rules" \
+    && grep -v -- ' -m ipvs ' "$OUT/ipvs/iptables.rules" | ip netns exec kpc-demo-ipvs iptables-legacy-restore --noflush \
+    && echo "the real ipset and iptables-restore accepted ipset.rules and iptables.rules (-m ipvs rules left out)"
+  ip netns del kpc-demo-ipvs
+fi
+
 printf '\nkpc-applier (issue 15): one sync of the example onto a throw-away network namespace when we are root\n'
 printf '(iptables legacy; every partial sync of a running applier is proven first: docs/applier.md):\n'
 if [ "$(id -u)" = 0 ] && ip netns add kpc-demo-applier 2>/dev/null; then

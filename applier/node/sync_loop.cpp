@@ -49,7 +49,8 @@ std::optional<LoopOptions> loop_options_for(const ProxyConfig& c, std::string* e
       break;
     case ProxyMode::IPVS:
       *error = "KubeProxyConfiguration.mode is \"ipvs\": kpc-applier applies the iptables and nftables modes only "
-               "(kpc has no IPVS back end yet, issue 17); use mode iptables or nftables";
+               "(kpc compiles IPVS programs, `kpc compile --backend ipvs -o DIR`, but does not apply them yet, issue 17); "
+               "use mode iptables or nftables";
       return std::nullopt;
   }
   if (o.sync_period_ms <= 0) o.sync_period_ms = 30'000;

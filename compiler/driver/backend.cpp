@@ -7,6 +7,7 @@ const char* backend_kind_name(BackendKind k) {
     case BackendKind::IPTables: return "iptables";
     case BackendKind::NFTables: return "nftables";
     case BackendKind::FastPath: return "fastpath";
+    case BackendKind::IPVS: return "ipvs";
   }
   return "?";
 }
@@ -32,22 +33,20 @@ std::optional<Target> parse_backend(std::string_view name, std::optional<IPFamil
     t.kind = BackendKind::NFTables;
   } else if (name == "fastpath") {
     t.kind = BackendKind::FastPath;
+  } else if (name == "ipvs") {
+    t.kind = BackendKind::IPVS;
   } else {
-    *error = "unknown back end \"" + std::string(name) + "\" (iptables, ip6tables, nftables, fastpath)";
+    *error = "unknown back end \"" + std::string(name) + "\" (iptables, ip6tables, nftables, fastpath, ipvs)";
     return std::nullopt;
   }
   return t;
 }
 
-std::optional<Target> target_for_mode(const Snapshot& snap, IPFamily family, DiagSink& diags) {
+std::optional<Target> target_for_mode(const Snapshot& snap, IPFamily family, DiagSink& /*diags*/) {
   switch (snap.config.mode) {
     case ProxyMode::IPTables: return Target{BackendKind::IPTables, family};
     case ProxyMode::NFTables: return Target{BackendKind::NFTables, family};
-    case ProxyMode::IPVS:
-      diags.report(DiagCode::ModeNotCompiled, snap.config.fields.at("mode"), "KubeProxyConfiguration", "mode",
-                   "mode is \"ipvs\": kpc has no ipvs back end yet, and compiling another mode's rules for this node "
-                   "would not be what it runs; pass --backend iptables or --backend nftables to compile them anyway");
-      return std::nullopt;
+    case ProxyMode::IPVS: return Target{BackendKind::IPVS, family};
   }
   return std::nullopt;
 }

@@ -12,8 +12,8 @@
 
 namespace kpc {
 
-enum class BackendKind { IPTables, NFTables, FastPath };
-const char* backend_kind_name(BackendKind k);  ///< "iptables", "nftables", "fastpath"
+enum class BackendKind { IPTables, NFTables, FastPath, IPVS };
+const char* backend_kind_name(BackendKind k);  ///< "iptables", "nftables", "fastpath", "ipvs"
 
 struct Target {
   BackendKind kind = BackendKind::IPTables;
@@ -22,7 +22,7 @@ struct Target {
 };
 
 /// The names --backend accepts, for help texts and did-you-mean.
-constexpr const char* kBackendNames[] = {"iptables", "ip6tables", "nftables", "fastpath"};
+constexpr const char* kBackendNames[] = {"iptables", "ip6tables", "nftables", "fastpath", "ipvs"};
 
 /// --backend NAME [--family F]: "ip6tables" is iptables for IPv6 (and contradicts --family ipv4).
 /// Unknown names and contradictions return nullopt with *error set.
@@ -31,8 +31,7 @@ std::optional<Target> parse_backend(std::string_view name, std::optional<IPFamil
 std::optional<IPFamily> parse_family(std::string_view name);
 
 /// The back end the node runs for `family` when none is named: KubeProxyConfiguration.mode
-/// (iptables when unset). IPVS, which kpc does not compile yet, is an error (E0702) at the
-/// `mode` field rather than a silently different program.
+/// (iptables when unset); ipvs is the IPVS back end (ipvsadm, ipset and iptables programs).
 std::optional<Target> target_for_mode(const Snapshot& snap, IPFamily family, DiagSink& diags);
 
 }  // namespace kpc

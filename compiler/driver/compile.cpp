@@ -110,7 +110,7 @@ std::optional<Backend> backend_for_mode(const Snapshot& snap, IPFamily family, D
       const char* mode = snap.config.mode == ProxyMode::NFTables ? "nftables" : "ipvs";
       diags.report(DiagCode::ModeNotCompiled, snap.config.fields.at("mode"), "KubeProxyConfiguration", "mode",
                    std::string("mode is \"") + mode + "\": this command reads iptables programs only (" + mode +
-                       (snap.config.mode == ProxyMode::NFTables ? ": `kpc compile` and `kpc simulate` so far" : ": not yet") +
+                       (snap.config.mode == ProxyMode::NFTables ? ": `kpc compile` and `kpc simulate` so far" : ": `kpc compile -o DIR` so far") +
                        "), and iptables rules are not what this node runs; pass --backend iptables to use them anyway");
       return std::nullopt;
     }

@@ -259,8 +259,12 @@ void target(Line& out, const Target& t) {
 
 bool is_safe_comment(std::string_view s) {
   if (s.empty() || s.size() > 256) return false;
+  // A single quote is literal inside the double quotes a comment with a space is printed in
+  // (iptables-restore quotes with " only); kube-proxy's IPVS SCTP set comments have one
+  // ("... with type 'hash ip:port'"). Unquoted, it is refused like the other quoting characters.
+  bool quoted = s.find(' ') != std::string_view::npos;
   for (char c : s)
-    if (c < 0x20 || c > 0x7E || c == '"' || c == '\\' || c == '\'') return false;
+    if (c < 0x20 || c > 0x7E || c == '"' || c == '\\' || (c == '\'' && !quoted)) return false;
   return true;
 }
 

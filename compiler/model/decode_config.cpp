@@ -195,7 +195,23 @@ bool decode_node_environment(const DocNode& obj, NodeEnvironment* env, DiagSink&
   }
   if (const DocNode* k = r.map(&obj, "kernel", "kernel")) {
     r.reject_unknown(*k, "kernel", {"version"});
-    if (auto v = r.str(k, "version", "kernel.version")) env->kernel_version = *v;
+    if (auto v = r.str(k, "version", "kernel.version")) {
+      // A kernel release as /proc/sys/kernel/osrelease has it ("6.1.0-18-amd64"): it decides
+      // which sysctls the IPVS back end plans and is printed in its node plan, so only a
+      // release that starts with "X.Y" and has no other characters than these is taken.
+      bool ok = !v->empty() && v->size() <= 64;
+      for (char ch : *v)
+        ok &= (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '.' ||
+              ch == '-' || ch == '_' || ch == '+' || ch == '~';
+      size_t digits = v->find_first_not_of("0123456789");
+      ok &= digits != 0 && digits != std::string::npos && (*v)[digits] == '.' && digits + 1 < v->size() &&
+            (*v)[digits + 1] >= '0' && (*v)[digits + 1] <= '9';
+      if (ok)
+        env->kernel_version = *v;
+      else
+        r.error(DiagCode::InvalidConfig, k->get("version")->pos, "kernel.version",
+                "\"" + *v + "\" is not a kernel release (\"X.Y[.Z][-suffix]\" of letters, digits, '.', '-', '_', '+', '~')");
+    }
   }
   if (const DocNode* ifs = r.seq(&obj, "interfaces", "interfaces")) {
     env->interfaces_set = true;

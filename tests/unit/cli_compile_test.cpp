@@ -87,8 +87,9 @@ namespace kpc::test {
 namespace {
 
 // Issue 13: KubeProxyConfiguration.mode is honoured. `compile` follows mode: nftables (issue
-// 14) compiles kube-proxy's nft transaction; ipvs, which has no back end yet, is an error
-// unless a back end is named. Commands that read iptables programs only refuse both modes.
+// 14) compiles kube-proxy's nft transaction, ipvs (issue 17) its four IPVS files into -o DIR
+// (without -o it is an error: they are not one text). Commands that read iptables programs
+// only refuse both modes.
 TEST(CliCompile, ConfiguredModeDecidesTheBackEnd) {
   std::string dir = temp_dir("mode");
   std::filesystem::copy(source_path("fixtures/example"), dir + "/ex", std::filesystem::copy_options::recursive);
@@ -107,6 +108,18 @@ TEST(CliCompile, ConfiguredModeDecidesTheBackEnd) {
       if (nft && std::string(sub) == "compile") {
         EXPECT_EQ(r.exit_code, 0) << r.err;
         EXPECT_EQ(r.out, read_file(source_path("fixtures/example/expected/nftables-ipv4.nft")));
+        continue;
+      }
+      if (!nft && std::string(sub) == "compile") {
+        EXPECT_EQ(r.exit_code, 2) << r.err;
+        EXPECT_NE(r.err.find("error[E0702]"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("give -o DIR"), std::string::npos) << r.err;
+        EXPECT_EQ(r.out, "");
+        auto to_dir = run({bin_path("kpc"), "compile", dir + "/ex", "-o", dir + "/ipvs"});
+        ASSERT_EQ(to_dir.exit_code, 0) << to_dir.err;
+        for (const char* f : {"ipvs.rules", "ipset.rules", "iptables.rules", "node.plan"})
+          EXPECT_EQ(read_file(dir + "/ipvs/" + f), read_file(source_path(std::string("fixtures/example/expected/ipvs-ipv4/") + f)))
+              << f;
         continue;
       }
       EXPECT_EQ(r.exit_code, 2) << sub << " " << mode << ": " << r.err;

@@ -1,4 +1,4 @@
-// `kpc compile SNAPSHOT... [--backend iptables|ip6tables|nftables] [--family ipv4|ipv6] [-o FILE]
+// `kpc compile SNAPSHOT... [--backend iptables|ip6tables|nftables|fastpath|ipvs] [--family ipv4|ipv6] [-o FILE|DIR]
 //              [--prior OLD... | --prior-state NODE_STATE] [--full] [--stats] [--node NAME | --node all -o DIR]`
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +9,7 @@
 #include "applier/core/repair.h"
 #include "compiler/driver/backend.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/compile_ipvs.h"
 #include "compiler/driver/compile_nftables.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
@@ -117,6 +118,7 @@ struct AnyResult {
   std::optional<CompileResult> ipt;
   std::optional<NftCompileResult> nft;
   std::optional<FastPathResult> fp;
+  std::optional<IpvsCompileResult> ipvs;  ///< four files (kIpvsFiles), written into a directory
   const std::string& text() const { return ipt ? ipt->text : nft ? nft->text : fp->text; }
   bool partial() const { return ipt ? ipt->partial : nft ? nft->partial : false; }
   const std::string& full_sync_reason() const {
@@ -124,7 +126,7 @@ struct AnyResult {
     return ipt ? ipt->full_sync_reason : nft ? nft->full_sync_reason : none;
   }
   size_t changed() const { return ipt ? ipt->changed_services.size() : nft ? nft->changed_services.size() : 0; }
-  explicit operator bool() const { return ipt || nft || fp; }
+  explicit operator bool() const { return ipt || nft || fp || ipvs; }
 };
 
 // One full (or, with --prior, partial) sync for the snapshots as they are (their node chosen).
@@ -166,6 +168,15 @@ AnyResult compile_one(const CompileOptions& o, const Snapshot& next, const Snaps
     case BackendKind::FastPath:
       r.fp = compile_fastpath(next, o.prior.empty() ? nullptr : &prior, diags);
       break;
+    case BackendKind::IPVS:
+      if (!o.prior.empty()) {
+        diags.report(DiagCode::ModeNotCompiled, {}, "", "",
+                     "--prior with the ipvs back end: the sync from a prior state is not written yet (issue 17 §2); "
+                     "kpc writes IPVS's full state");
+        break;
+      }
+      r.ipvs = compile_ipvs(next, target.family, diags);
+      break;
   }
   return r;
 }
@@ -184,7 +195,35 @@ void print_nft_stats(const NftCompileResult& r) {
                r.sync.services_written, r.sync.total_endpoints, r.sync.stale_chains_flushed.size());
 }
 
+void print_ipvs_stats(const IpvsCompileResult& r) {
+  size_t entries = 0, rules = 0;
+  for (const auto& s : r.program.sets) entries += s.entries.size();
+  for (const auto& t : r.program.iptables.tables) rules += t.ops.size();
+  std::fprintf(stderr,
+               "ipvs: %zu virtual servers, %zu real servers; ipsets: %zu sets, %zu entries; iptables: %zu lines "
+               "(chains and rules); kube-ipvs0: %zu addresses\n",
+               r.program.virtual_servers.size(), r.program.real_servers, r.program.sets.size(), entries, rules,
+               r.program.bound.size());
+}
+
+// The IPVS compile's files, into DIR (created): each replaced atomically.
+bool write_ipvs_dir(const std::string& dir, const IpvsCompileResult& r) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "error[E0005]: %s: %s\n", dir.c_str(), ec.message().c_str());
+    return false;
+  }
+  for (const char* f : kIpvsFiles)
+    if (!write_output(dir + "/" + f, ipvs_file_text(r, f))) return false;
+  return true;
+}
+
 void print_sync_stats(const CompileOptions& o, const AnyResult& result) {
+  if (result.ipvs) {
+    print_ipvs_stats(*result.ipvs);
+    return;
+  }
   if (!o.prior.empty())
     std::fprintf(stderr, "sync: %s%s%s, changed services: %zu\n", result.partial() ? "partial" : "full",
                  result.full_sync_reason().empty() ? "" : " (",
@@ -205,11 +244,13 @@ void print_sync_stats(const CompileOptions& o, const AnyResult& result) {
 std::string program_file_name(Target t) {
   if (t.kind == BackendKind::IPTables) return t.family == IPFamily::V4 ? "iptables.restore" : "ip6tables.restore";
   if (t.kind == BackendKind::FastPath) return "fastpath.nft";
+  if (t.kind == BackendKind::IPVS) return t.family == IPFamily::V4 ? "ipvs-ipv4" : "ipvs-ipv6";  // a directory
   return std::string(backend_kind_name(t.kind)) + (t.family == IPFamily::V4 ? "-ipv4.nft" : "-ipv6.nft");
 }
 
 bool context_for(const Snapshot& snap, Target t, DiagSink& diags) {
-  if (t.kind == BackendKind::IPTables) return node_context_for(snap, iptables_backend(t.family), diags).has_value();
+  if (t.kind == BackendKind::IPTables || t.kind == BackendKind::IPVS)
+    return node_context_for(snap, iptables_backend(t.family), diags).has_value();
   if (t.kind == BackendKind::FastPath) return true;
   return nft_node_context(snap, t.family, diags).has_value();
 }
@@ -279,7 +320,7 @@ int run_all_nodes(const CompileOptions& o, std::optional<Target> given, Snapshot
       std::fprintf(stderr, "error[E0005]: %s: %s\n", dir.c_str(), ec.message().c_str());
       return kExitError;
     }
-    if (!write_output(path, result.text())) return kExitError;
+    if (result.ipvs ? !write_ipvs_dir(path, *result.ipvs) : !write_output(path, result.text())) return kExitError;
     if (o.stats) {
       std::fprintf(stderr, "%s:\n", path.c_str());
       print_sync_stats(o, result);
@@ -321,13 +362,26 @@ int run(const CompileOptions& o) {
                  "--prior-state repairs iptables and nftables nodes; the fast-path table has no drift repair yet");
     target.reset();
   }
+  if (ok && target && target->kind == BackendKind::IPVS) {
+    if (!o.prior_state.empty()) {
+      diags.report(DiagCode::ModeNotCompiled, {}, "", "",
+                   "--prior-state with the ipvs back end: the sync from a node's ipvsadm/ipset/iptables state is not "
+                   "written yet (issue 17 §2)");
+      target.reset();
+    } else if (o.output.empty() || o.output == "-") {
+      diags.report(DiagCode::ModeNotCompiled, {}, "", "",
+                   "the ipvs back end writes four files (ipvs.rules, ipset.rules, iptables.rules, node.plan): give "
+                   "-o DIR");
+      target.reset();
+    }
+  }
   if (ok && target) result = compile_one(o, next, prior, *target, diags);
   diags.sort_and_dedup();
   std::fputs(diags.render(sm).c_str(), stderr);
   if (!result) return kExitError;
   if (!o.prior_state.empty())
     return result.nft ? repair_nft_from_state(o, *result.nft, target->family) : repair_from_state(o, *result.ipt);
-  if (!write_output(o.output, result.text())) return kExitError;
+  if (result.ipvs ? !write_ipvs_dir(o.output, *result.ipvs) : !write_output(o.output, result.text())) return kExitError;
   if (o.stats) print_sync_stats(o, result);
   return kExitOk;
 }
@@ -339,6 +393,14 @@ std::optional<std::string> compile_program(const Snapshot& snap, Target target, 
   CompileOptions o;
   o.kube_proxy_version = kube_proxy_version;
   Snapshot no_prior;
+  if (target.kind == BackendKind::IPVS) {  // four files: not one program text
+    bool from_mode = snap.config.mode == ProxyMode::IPVS && snap.config.fields.at("mode").known();
+    diags.report(DiagCode::ModeNotCompiled, from_mode ? snap.config.fields.at("mode") : Pos{},
+                 from_mode ? "KubeProxyConfiguration" : "", from_mode ? "mode" : "",
+                 "the ipvs back end writes four files; this command compares one program per back end (use "
+                 "`kpc compile --backend ipvs -o DIR`)");
+    return std::nullopt;
+  }
   auto r = compile_one(o, snap, no_prior, target, diags);
   if (!r) return std::nullopt;
   return r.text();
@@ -352,10 +414,11 @@ void add_compile(CLI::App& app, int& exit_code) {
       "compile", "Compile a snapshot into the program kube-proxy would write (iptables-restore input or nft transaction)");
   cmd->add_option("inputs", opts->inputs, "snapshot files or directories")->required();
   cmd->add_option("--backend", opts->backend,
-                  "iptables, ip6tables (= iptables --family ipv6), nftables, or fastpath (KEP-4963's inet "
-                  "kube-proxy-fastpath table, both families); default: the snapshot's "
-                  "KubeProxyConfiguration.mode (iptables when unset), as on a node")
-      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables", "fastpath"}))
+                  "iptables, ip6tables (= iptables --family ipv6), nftables, fastpath (KEP-4963's inet "
+                  "kube-proxy-fastpath table, both families), or ipvs (ipvs.rules, ipset.rules, iptables.rules and "
+                  "node.plan in -o DIR); default: the snapshot's KubeProxyConfiguration.mode (iptables when unset), "
+                  "as on a node")
+      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables", "fastpath", "ipvs"}))
       ->capture_default_str();
   cmd->add_option("--family", opts->family, "ipv4 or ipv6 (default ipv4; ip6tables: ipv6)")
       ->check(CLI::IsMember({"ipv4", "ipv6"}));
@@ -390,6 +453,7 @@ void add_compile(CLI::App& app, int& exit_code) {
       "  kpc compile cluster/ --backend ip6tables          IPv6, to stdout\n"
       "  kpc compile cluster/ --backend nftables           kube-proxy's nftables transaction (nft -f)\n"
       "  kpc compile cluster/ --backend fastpath           KEP-4963's flowtable fast-path table\n"
+      "  kpc compile cluster/ --backend ipvs -o out/       IPVS: ipvs.rules ipset.rules iptables.rules node.plan\n"
       "  kpc compile new/ --prior old/                     the partial restore of the next sync (KEP-3453)\n"
       "  kpc compile cluster/ --prior-state node.save      the smallest repair of a node's drift\n"
       "  kpc compile cluster/ --backend nftables --prior-state ruleset.nft   the same for an nftables node\n"
