@@ -109,6 +109,8 @@ PacketClass witness_class(const Witness& w, const Universe& u) {
   c.mark_value = w.mark;
   if (w.in_iface >= 0) c.in_iface = SmallSet::of(static_cast<unsigned>(w.in_iface));
   if (w.out_iface >= 0) c.out_iface = SmallSet::of(static_cast<unsigned>(w.out_iface));
+  c.bridge_in = SmallSet::of(w.bridge_in);
+  c.bridge_out = SmallSet::of(w.bridge_out);
   c.client = ClientSet::only(w.client);
   c.age = SmallSet::of(w.age_bucket);
   c.pred_known = u.all_preds();
@@ -262,6 +264,10 @@ trace::Packet concrete(const Witness& w, Origin origin, const Universe& u, const
   p.origin = origin == Origin::Node ? trace::Origin::Node : trace::Origin::External;
   if (origin == Origin::Arriving && w.in_iface >= 0) p.in_iface = u.ifaces[static_cast<size_t>(w.in_iface)];
   if (w.out_iface >= 0) p.out_iface = u.ifaces[static_cast<size_t>(w.out_iface)];
+  if (origin == Origin::Arriving) {
+    p.in_bridge_port = u.bridge_ports[w.bridge_in];
+    p.out_bridge_port = u.bridge_ports[w.bridge_out];
+  }
   p.mark = w.mark;
   p.ctstate = ct_combo_bits(w.ct_combo);
   if (w.client != 0) {
@@ -279,6 +285,14 @@ std::string witness_text(const trace::Packet& p, Origin o, const Universe& u, ui
   s += " -> " + trace::host_port(p.dst, p.dport);
   s += o == Origin::Node ? ", from the node" : ", arriving";
   if (o == Origin::Arriving && p.in_iface) s += " on " + *p.in_iface;
+  // Bridge ports only when the rules test them (the universe has port atoms).
+  if (o == Origin::Arriving && u.bridge_ports.size() > 2 && p.in_bridge_port) {
+    if (p.in_bridge_port->empty())
+      s += ", not through a bridge port";
+    else
+      s += ", bridge port " + *p.in_bridge_port +
+           (p.out_bridge_port && !p.out_bridge_port->empty() ? " bridged to " + *p.out_bridge_port : " (routed)");
+  }
   s += ", ct " + ir::ctstate_text(p.ctstate);
   char b[32];
   std::snprintf(b, sizeof b, ", mark 0x%x", p.mark);
@@ -323,6 +337,13 @@ PacketClass point_class(const trace::Packet& p, const Universe& u, const Engine&
   };
   atom(p.in_iface, c.in_iface);
   atom(p.out_iface, c.out_iface);
+  auto port = [&](const std::optional<std::string>& n, SmallSet& set) {
+    if (!n) return;
+    for (unsigned i = 0; i < u.bridge_ports.size(); ++i)
+      if (u.bridge_ports[i] == *n) set = SmallSet::of(i);
+  };
+  port(p.in_bridge_port, c.bridge_in);
+  port(p.out_bridge_port, c.bridge_out);
   c.client = ClientSet::only(p.remembered.empty() ? 0 : e.client_id(p.remembered[0]));
   c.age = SmallSet::of(u.age_bucket_of(p.remembered_age));
   return c;

@@ -6,6 +6,7 @@
 #include "compiler/support/text.h"
 #include "verifier/parse/parser.h"
 #include "verifier/symbolic/affinity_lists.h"
+#include "verifier/trace/physdev.h"
 
 namespace kpc::verifier::symbolic {
 
@@ -125,8 +126,9 @@ struct Stage {
 struct Cond {
   enum Kind : uint8_t {
     Proto, Src, Dst, InIface, OutIface, SPort, DPort, Ports /* multiport --ports */, SrcLocal, DstLocal,
-    Ct, Mark, Client, Record, Set, Never, Unknown
+    Ct, Mark, Client, Record, Set, Physdev, Never, Unknown
   } kind = Never;
+  trace::PhysdevOp physop = trace::PhysdevOp::In;  ///< Physdev: the option (atoms: ports its name matches)
   bool neg = false;
   ProtoSet proto;
   AddrSet addr;
@@ -181,7 +183,7 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
     u.local = AddrSet::range(0, u.addr_max).subtract(AddrSet::range(0, u.addr_max).subtract(u.local).subtract(v, v));
     cut(v, v);
   }
-  std::set<std::string> names;
+  std::set<std::string> names, ports;
   std::set<uint32_t> seconds;
   std::set<const RuleStore*> seen;
   for (const RulesetState* s : states) {
@@ -194,6 +196,25 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
         cut(r.first, r.second);
       }
       for (auto& n : l.ifaces) names.insert(n);
+      // -m physdev port names: the bridge-port atoms.
+      for (const char* opt : {" --physdev-in ", " --physdev-out "}) {
+        std::string_view o(opt);
+        for (size_t p = t.find(o); p != std::string_view::npos; p = t.find(o, p + 1)) {
+          // The save text quotes some names ("vethwe+"): read one word as the parser does.
+          size_t b = p + o.size();
+          std::string w;
+          if (b < t.size() && t[b] == '"') {
+            for (size_t q = b + 1; q < t.size() && t[q] != '"'; ++q) {
+              if (t[q] == '\\' && q + 1 < t.size()) ++q;
+              w += t[q];
+            }
+          } else {
+            size_t e = t.find(' ', b);
+            w = std::string(t.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+          }
+          ports.insert(std::move(w));
+        }
+      }
       // recent --seconds: the age buckets of remembered clients are cut at each value.
       for (size_t p = t.find(" --seconds "); p != std::string_view::npos; p = t.find(" --seconds ", p + 1)) {
         uint32_t v = 0;
@@ -233,6 +254,15 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
   reps.insert("kpc-other0");
   u.ifaces.assign(reps.begin(), reps.end());
   if (u.ifaces.size() > 63) u.ifaces.resize(63);  // iface tests beyond become Unknown (below)
+  // Bridge-port atoms the same way, after [0] = no port.
+  std::set<std::string> port_reps;
+  for (const auto& n : ports) {
+    if (n.empty() || n == "+") continue;
+    port_reps.insert(n.back() == '+' ? n.substr(0, n.size() - 1) + "kpc0" : n);
+  }
+  port_reps.insert("kpc-port0");
+  u.bridge_ports.insert(u.bridge_ports.end(), port_reps.begin(), port_reps.end());
+  if (u.bridge_ports.size() > 63) u.bridge_ports.resize(63);  // physdev tests beyond become Unknown
   return u;
 }
 
@@ -245,6 +275,7 @@ struct Engine::Impl {
   std::unordered_map<std::string, uint32_t> list_ids;           // recent --name -> affinity id
   std::map<uint32_t, std::vector<std::string>> lists_of;
   bool ifaces_capped = false;
+  bool ports_capped = false;
 
   // Per chain: an index from destination atom to rule positions, for long chains.
   struct ChainIndex {
@@ -486,9 +517,20 @@ struct Engine::Impl {
           unknown("ipset \"" + a.text + "\" contents not known", counters ? std::string() : "-m set " + text);
           continue;
         }
-        case ArgKind::Physdev:
-          unknown("physdev match not modelled", "-m physdev " + written(a));
-          continue;
+        case ArgKind::Physdev: {
+          auto op = trace::physdev_op(a.text2);
+          if (!op || ports_capped) {
+            unknown(op ? "more bridge-port names than the engine tracks" : "physdev option " + a.text2 + " not modelled",
+                    "-m physdev " + written(a));
+            continue;
+          }
+          c.kind = Cond::Physdev;
+          c.physop = *op;
+          c.pattern = a.text;
+          for (unsigned k = 1; k < u.bridge_ports.size(); ++k)
+            if (trace::bridge_port_matches(a.text, u.bridge_ports[k])) c.atoms.bits |= uint64_t(1) << k;
+          break;
+        }
         case ArgKind::Unknown:
           // An option of a modelled module that the model does not read (--tcp-flags,
           // --ctstatus ...); the set module's counter options depend on traffic.
@@ -536,6 +578,7 @@ struct Engine::Impl {
     u128 dst = 0;
     uint16_t dport = 0;
     bool ct_dnat = false, ct_snat = false;
+    bool untracked = false;  ///< CT --notrack (trace/effects.h): state UNTRACKED whatever the class says
     uint32_t mc = 0, mv = 0, mf = 0;  ///< mark function
     bool dnat = false, masq = false;
     std::string snat;
@@ -806,6 +849,7 @@ struct Engine::Impl {
         return;
       }
       case Cond::Ct: {
+        if (e.untracked) return decide((ir::kCtUntracked & c.value) != 0);
         PacketClass y = k, n = k;
         y.ct.bits = 0;
         n.ct.bits = 0;
@@ -843,6 +887,51 @@ struct Engine::Impl {
       case Cond::Set:
         split_set(c, e, k, in, out);
         return;
+      case Cond::Physdev:
+        split_physdev(c, e, k, in, out);
+        return;
+    }
+  }
+
+  // -m physdev (trace/physdev.h): the class split on its bridge ports. Packets the node
+  // sends carry no bridge information; an arriving packet has it iff it entered a
+  // bridge port (bridge_in atom != 0); its out port exists only in FORWARD/POSTROUTING.
+  void split_physdev(const Cond& c, const Exec& e, const PacketClass& k, std::vector<PacketClass>& in,
+                     std::vector<PacketClass>& out) const {
+    const Stage& s = e.plan[e.stage];
+    auto put = [&](PacketClass&& p, bool pass) {
+      if (!p.empty(u)) (pass ? in : out).push_back(std::move(p));
+    };
+    if (e.origin == Origin::Node || s.loopback) return put(PacketClass(k), c.neg);
+    const uint64_t none = 1;  // atom 0
+    PacketClass bare = k;     // entered through no bridge port
+    bare.bridge_in.bits &= none;
+    put(std::move(bare), c.neg);
+    PacketClass info = k;
+    info.bridge_in.bits &= ~none;
+    if (info.empty(u)) return;
+    bool out_hook = s.hook == Hook::Forward || s.hook == Hook::Postrouting;
+    // The atoms of one field where the option passes: the rest fails.
+    auto by = [&](SmallSet PacketClass::*field, uint64_t pass_bits) {
+      PacketClass y = info, n = info;
+      (y.*field).bits &= pass_bits;
+      (n.*field).bits &= ~pass_bits;
+      put(std::move(y), true);
+      put(std::move(n), false);
+    };
+    const uint64_t ports = ~none;  // every atom naming a port
+    switch (c.physop) {
+      case trace::PhysdevOp::IsIn:
+        return put(std::move(info), !c.neg);
+      case trace::PhysdevOp::In:
+        return by(&PacketClass::bridge_in, c.neg ? ports & ~c.atoms.bits : c.atoms.bits);
+      case trace::PhysdevOp::IsOut:
+      case trace::PhysdevOp::IsBridged:
+        if (!out_hook) return put(std::move(info), c.neg);
+        return by(&PacketClass::bridge_out, c.neg ? none : ports);
+      case trace::PhysdevOp::Out:
+        if (!out_hook) return put(std::move(info), false);
+        return by(&PacketClass::bridge_out, c.neg ? ports & ~c.atoms.bits : c.atoms.bits);
     }
   }
 
@@ -931,7 +1020,8 @@ struct Engine::Impl {
     if (e.dst_set) key += "|dnat " + std::to_string(static_cast<uint64_t>(e.dst >> 64)) + ":" +
                           std::to_string(static_cast<uint64_t>(e.dst)) + ":" + std::to_string(e.dport);
     char b[80];
-    std::snprintf(b, sizeof b, "|mark %x/%x/%x|ct %d%d|masq %d", e.mc, e.mv, e.mf, e.ct_dnat, e.ct_snat, e.masq);
+    std::snprintf(b, sizeof b, "|mark %x/%x/%x|ct %d%d%d|masq %d", e.mc, e.mv, e.mf, e.ct_dnat, e.ct_snat, e.untracked,
+                  e.masq);
     key += b;
     key += "|" + e.snat + "|" + e.options + "|" + e.affinity + "|" + e.mods;
     return w + "\x1f" + key;
@@ -1086,6 +1176,15 @@ struct Engine::Impl {
           if (tg.chain == "CHECKSUM") e.mods += "CHECKSUM;";
           return Flow::Continue;
         }
+        if (trace::CtTarget ct = trace::ct_target(tg); ct != trace::CtTarget::NotCt) {
+          if (ct == trace::CtTarget::Unmodelled)
+            return unknown("target " + tg.chain + " (options other than --notrack) not modelled");
+          if (s.table != TableId::Raw) return unknown("target " + tg.chain + " outside the raw table (the kernel refuses it)");
+          if (s.loopback || e.untracked) return Flow::Continue;  // conntrack already attached
+          e.untracked = true;
+          trace::append_effect(&e.options, "notrack");
+          return Flow::Continue;
+        }
         return unknown("target " + tg.chain + " not modelled");
     }
     return Flow::Continue;
@@ -1117,6 +1216,10 @@ struct Engine::Impl {
         const TableState& tb = st.table(s.table);
         if (!tb.present) {
           ++e.stage;
+          continue;
+        }
+        if (s.table == TableId::Nat && e.untracked) {
+          ++e.stage;  // no conntrack, no NAT
           continue;
         }
         if (s.table == TableId::Nat) {
@@ -1289,6 +1392,7 @@ struct Engine::Impl {
 Engine::Engine(const RulesetState& state, Universe& universe)
     : impl_(std::make_unique<Impl>(state, universe)), u_(universe) {
   impl_->ifaces_capped = universe.ifaces.size() >= 63;
+  impl_->ports_capped = universe.bridge_ports.size() >= 63;
 }
 Engine::~Engine() = default;
 

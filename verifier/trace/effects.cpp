@@ -113,6 +113,15 @@ bool is_noop_target(std::string_view name) {
   return name == "LOG" || name == "NFLOG" || name == "TRACE" || name == "CHECKSUM";
 }
 
+CtTarget ct_target(const ir::Target& t) {
+  if (t.kind != ir::TargetKind::Other) return CtTarget::NotCt;
+  if (t.chain == "NOTRACK") return t.other_args.empty() ? CtTarget::Notrack : CtTarget::Unmodelled;
+  if (t.chain != "CT") return CtTarget::NotCt;
+  for (const auto& a : t.other_args)
+    if (a == "--notrack") return CtTarget::Notrack;
+  return CtTarget::Unmodelled;
+}
+
 void append_effect(std::string* to, const std::string& effect) {
   if (effect.empty()) return;
   if (!to->empty()) *to += "; ";

@@ -69,6 +69,15 @@ std::string snat_outcome_text(const ir::Target& t);
 /// fill-in): the packet continues with the next rule.
 bool is_noop_target(std::string_view name);
 
+/// `-j CT --notrack` and `-j NOTRACK` (raw table, before conntrack): the packet is
+/// untracked — conntrack state UNTRACKED, no NAT (the nat table is not consulted),
+/// and "notrack" is part of the outcome (no connection entry is behaviour). The
+/// kernel ignores CT's other options when --notrack is given. A packet that already
+/// has its conntrack entry (the loopback re-entry of a locally sent packet) is left
+/// alone. Other CT options (zones, helpers, timeouts, events) are not modelled.
+enum class CtTarget : uint8_t { NotCt, Notrack, Unmodelled };
+CtTarget ct_target(const ir::Target& t);
+
 /// Joins effect texts as outcomes carry them ("a; b").
 void append_effect(std::string* to, const std::string& effect);
 

@@ -8,6 +8,7 @@
 #include "compiler/ir/printer.h"
 #include "compiler/support/text.h"
 #include "verifier/parse/parser.h"
+#include "verifier/trace/physdev.h"
 
 namespace kpc::verifier::trace {
 
@@ -181,6 +182,7 @@ struct Exec {
   uint16_t dport = 0;
   uint32_t mark = 0;
   uint32_t ct = 0;
+  bool notrack = false;  ///< CT --notrack: untracked from here on
   bool dnat = false;
   bool masq = false;
   std::string snat;
@@ -507,9 +509,31 @@ struct Tracer::Impl {
             decide(*m, a.neg);
           break;
         }
-        case ArgKind::Physdev:
-          unknown("physdev match not modelled");
+        case ArgKind::Physdev: {
+          auto op = physdev_op(a.text2);
+          if (!op) {
+            unknown("physdev option " + a.text2 + " not modelled");
+            break;
+          }
+          const Stage& s = e.plan[e.stage];
+          // Bridge information exists only for packets that entered a bridge port.
+          bool none = pkt.origin == Origin::Node || s.loopback;
+          if (!none && !pkt.in_bridge_port) {
+            unknown("bridge port the packet entered through not given (--in-bridge-port / --no-bridge-port)");
+            break;
+          }
+          bool info = !none && !pkt.in_bridge_port->empty();
+          // The out port: only bridged packets in FORWARD/POSTROUTING have one.
+          bool out_hook = s.hook == Hook::Forward || s.hook == Hook::Postrouting;
+          if (info && out_hook && physdev_reads_out(*op) && !pkt.out_bridge_port) {
+            unknown("bridge port the packet is bridged to not given (--out-bridge-port / --routed)");
+            break;
+          }
+          std::string in = info ? *pkt.in_bridge_port : std::string();
+          std::string out = info && out_hook && pkt.out_bridge_port ? *pkt.out_bridge_port : std::string();
+          if (physdev_test(*op, a.text, a.neg, info, in, out) == false) any_false = true;
           break;
+        }
         case ArgKind::Unknown:
           unknown("option " + a.text2 + " not modelled");
           break;
@@ -622,6 +646,15 @@ struct Tracer::Impl {
         return Flow::Continue;
       case TargetKind::Other:
         if (is_noop_target(tg.chain)) return Flow::Continue;
+        if (CtTarget ct = ct_target(tg); ct != CtTarget::NotCt) {
+          if (ct == CtTarget::Unmodelled) return unknown("target " + tg.chain + " (options other than --notrack) not modelled");
+          if (st.table != TableId::Raw) return unknown("target " + tg.chain + " outside the raw table (the kernel refuses it)");
+          if (st.loopback || e.notrack) return Flow::Continue;  // conntrack already attached
+          e.notrack = true;
+          e.ct = ir::kCtUntracked;
+          append_effect(&e.options, "notrack");
+          return Flow::Continue;
+        }
         return unknown("target " + tg.chain + " not modelled");
     }
     return Flow::Continue;
@@ -882,6 +915,15 @@ std::string format_text(const Packet& pkt, const TraceOptions& options, const Tr
   out += origin_name(pkt.origin);
   if (pkt.origin != Origin::Node) out += " (in " + (pkt.in_iface ? printable(*pkt.in_iface) : std::string("?")) + ")";
   if (pkt.out_iface) out += ", out " + printable(*pkt.out_iface);
+  if (pkt.origin != Origin::Node && pkt.in_bridge_port) {
+    if (pkt.in_bridge_port->empty())
+      out += ", not through a bridge port";
+    else {
+      out += ", bridge port in " + printable(*pkt.in_bridge_port);
+      if (pkt.out_bridge_port)
+        out += pkt.out_bridge_port->empty() ? " (routed)" : ", bridged to " + printable(*pkt.out_bridge_port);
+    }
+  }
   out += ", ct " + ir::ctstate_text(pkt.ctstate) + ", mark " + hex(pkt.mark);
   if (pkt.remembered.empty())
     out += ", new client";
