@@ -33,6 +33,7 @@ struct TraceCliOptions {
   std::string in_iface, out_iface, mark = "0", ctstate = "NEW";
   std::string in_bridge_port, out_bridge_port;  ///< -m physdev (trace/physdev.h)
   bool no_bridge_port = false, routed = false;
+  std::string ctmark;  ///< the connection's mark (CONNMARK, -m connmark) when not NEW
   std::vector<std::string> affinity;
   uint32_t affinity_age = 0;
   std::string jumps = "auto";
@@ -194,6 +195,11 @@ int run(const TraceCliOptions& o) {
   auto ct = ir::parse_ctstate(o.ctstate);
   if (!ct || !*ct) return bad("--ctstate: expected NEW, ESTABLISHED, RELATED, INVALID or UNTRACKED");
   pkt.ctstate = *ct;
+  if (!o.ctmark.empty()) {
+    uint32_t v = 0;
+    if (!parse_u32(o.ctmark, &v)) return bad("--ctmark: expected a 32-bit number");
+    pkt.ctmark = v;
+  }
 
   TraceOptions topt;
   topt.max_outcomes = o.max_outcomes;
@@ -343,6 +349,9 @@ void add_trace(CLI::App& app, int& exit_code) {
                   "bridge port the packet is bridged to (FORWARD/POSTROUTING, after any DNAT)");
   cmd->add_flag("--routed", o->routed, "the packet is routed, not bridged (no out bridge port)");
   cmd->add_option("--mark", o->mark, "packet mark")->capture_default_str();
+  cmd->add_option("--ctmark", o->ctmark,
+                  "the connection's mark (CONNMARK) for a packet that is not NEW (a new connection's is 0; default: "
+                  "not given, a test that reads it is then unknown)");
   cmd->add_option("--ctstate", o->ctstate, "conntrack state (NEW: the first packet of a connection)")
       ->capture_default_str();
   cmd->add_option("--affinity", o->affinity,

@@ -1,5 +1,6 @@
 #include "verifier/symbolic/engine.h"
 
+#include <array>
 #include <map>
 #include <set>
 
@@ -126,7 +127,7 @@ struct Stage {
 struct Cond {
   enum Kind : uint8_t {
     Proto, Src, Dst, InIface, OutIface, SPort, DPort, Ports /* multiport --ports */, SrcLocal, DstLocal,
-    Ct, Mark, Client, Record, Set, Physdev, Never, Unknown
+    Ct, Mark, Client, Record, Set, Physdev, Connmark, Never, Unknown
   } kind = Never;
   trace::PhysdevOp physop = trace::PhysdevOp::In;  ///< Physdev: the option (atoms: ports its name matches)
   bool neg = false;
@@ -392,7 +393,7 @@ struct Engine::Impl {
         case ArgKind::Module: {
           static const std::set<std::string> known = {"tcp",  "udp",    "sctp",      "comment", "addrtype",
                                                       "conntrack", "state", "mark", "statistic", "recent",
-                                                      "nfacct",    "multiport", "set", "physdev"};
+                                                      "nfacct",    "multiport", "set", "physdev", "connmark"};
           module = a.text;
           if (!known.count(a.text)) {
             // The whole instance is one test: the module and its options as written.
@@ -404,6 +405,23 @@ struct Engine::Impl {
             i = k - 1;
             unknown("match " + text + " not modelled", stateful.count(a.text) ? std::string() : text);
             continue;
+          }
+          if (a.text == "connmark") {
+            // (connmark & M) == V on the connection mark word (Exec::cc ...); the test as
+            // written is the predicate when it reads an earlier connection's mark.
+            trace::ConnmarkTest t = trace::read_connmark_match(args, i);
+            std::string text = "-m connmark";
+            for (; i + 1 < args.size() && args[i + 1].kind == ArgKind::Unknown; ++i) text += " " + written(args[i + 1]);
+            if (!t.why.empty()) {
+              unknown(t.why);
+              continue;
+            }
+            c.kind = Cond::Connmark;
+            c.value = t.value;
+            c.mask = t.mask;
+            c.neg = t.neg;
+            c.pred = text;
+            break;
           }
           if (a.text != "recent") continue;
           trace::RecentUse ru = trace::read_recent(args, i, st.family);
@@ -579,6 +597,13 @@ struct Engine::Impl {
     uint16_t dport = 0;
     bool ct_dnat = false, ct_snat = false;
     bool untracked = false;  ///< CT --notrack (trace/effects.h): state UNTRACKED whatever the class says
+    /// The connection mark (CONNMARK, -m connmark): ct_base -1 = not read or written yet (the
+    /// class's conntrack states decide), 0 = no conntrack entry, 1 = a new connection (mark 0),
+    /// 2 = an earlier connection (its mark as it arrives). The word: bits in cc are cv, bits
+    /// in cm are the arriving packet mark's xor cf, the others the arriving connmark's xor cf.
+    int ct_base = -1;
+    uint32_t cc = 0, cv = 0, cf = 0, cm = 0;
+    bool ct_written = false;
     uint32_t mc = 0, mv = 0, mf = 0;  ///< mark function
     bool dnat = false, masq = false;
     std::string snat;
@@ -672,6 +697,13 @@ struct Engine::Impl {
     o.mark_value = e.mv;
     o.mark_flip = e.mf;
     o.options = e.options;
+    if (e.ct_written) {
+      o.connmark = true;
+      o.ct_const = e.cc;
+      o.ct_value = e.cv & e.cc;
+      o.ct_from_mark = e.cm & ~e.cc;
+      o.ct_flip = e.cf & ~e.cc;
+    }
     o.affinity = e.affinity;
     o.unknown = std::move(why);
     l.services = e.services;
@@ -890,7 +922,116 @@ struct Engine::Impl {
       case Cond::Physdev:
         split_physdev(c, e, k, in, out);
         return;
+      case Cond::Connmark:
+        split_connmark(c, e, k, in, out);
+        return;
     }
+  }
+
+  // The conntrack entry at this stage: none in the raw table (conntrack runs after it,
+  // but the loopback re-entry has its entry) or once untracked.
+  bool ct_stage(const Exec& e) const {
+    const Stage& s = e.plan[e.stage];
+    return !(s.table == TableId::Raw && !s.loopback) && !e.untracked && e.ct_base != 0;
+  }
+  // k by conntrack state: no entry (INVALID, UNTRACKED), a new connection, an earlier one.
+  std::array<PacketClass, 3> ct_groups(const PacketClass& k) const {
+    uint64_t none = 0;
+    for (unsigned i = 0; i < kCtCombos; ++i)
+      if (i / 4 == 0 || i / 4 == 4) none |= uint64_t(1) << i;
+    std::array<PacketClass, 3> g{k, k, k};
+    g[0].ct.bits &= none;
+    g[1].ct.bits &= ct_new_only().bits;
+    g[2].ct.bits &= ~none & ~ct_new_only().bits;
+    return g;
+  }
+
+  // -m connmark --mark V/M: false without a conntrack entry, negated or not.
+  void split_connmark(const Cond& c, const Exec& e, const PacketClass& k, std::vector<PacketClass>& in,
+                      std::vector<PacketClass>& out) {
+    auto put = [&](PacketClass&& p, bool pass) {
+      if (!p.empty(u)) (pass ? in : out).push_back(std::move(p));
+    };
+    if (!ct_stage(e)) return put(PacketClass(k), false);
+    auto on_word = [&](PacketClass&& p, uint32_t cc, uint32_t cv, uint32_t cf, uint32_t cm) {
+      uint32_t m = c.mask;
+      if ((c.value & ~m) || ((cv ^ c.value) & m & cc)) return put(std::move(p), c.neg);  // a fixed bit differs
+      uint32_t free = m & ~cc;
+      if (!free) return put(std::move(p), !c.neg);
+      if (free & ~cm) {
+        // Reads an earlier connection's mark: a fixed function of the packet.
+        if (auto b = pred_bit(e, c.pred)) {
+          std::vector<PacketClass> y, n;
+          split_pred(p, *b, y, n);
+          for (auto& x : y) put(std::move(x), true);
+          for (auto& x : n) put(std::move(x), false);
+          return;
+        }
+        unknown_parts.push_back(Part{std::move(p), "the connection's mark is not known (" + c.pred + ")", {}});
+        return;
+      }
+      PacketClass need = PacketClass::everything(u);  // bits the arriving packet mark gave
+      need.mark_known = free;
+      need.mark_value = (c.value ^ cf) & free;
+      split_by(p, need, c.neg, in, out);
+    };
+    if (e.ct_base > 0) return on_word(PacketClass(k), e.cc, e.cv, e.cf, e.cm);
+    auto g = ct_groups(k);
+    put(std::move(g[0]), false);
+    if (!g[1].empty(u)) on_word(std::move(g[1]), ~0u, 0, 0, 0);  // a new connection's mark is 0
+    if (!g[2].empty(u)) on_word(std::move(g[2]), 0, 0, 0, 0);
+  }
+
+  // CONNMARK on the words, bit by bit: each bit is fixed, the arriving mark's or the
+  // arriving connmark's (flipped). A bit that would be the xor of both is not modelled,
+  // nor a mark restored from an earlier connection's mark.
+  std::optional<std::string> connmark_apply(Exec& g, const trace::ConnmarkOp& op) {
+    enum Kind : uint8_t { Fixed, FromMark, FromCt };
+    struct Bit {
+      Kind k;
+      bool v;
+    };
+    auto ct_bit = [&](uint32_t b) {
+      if (g.cc & b) return Bit{Fixed, (g.cv & b) != 0};
+      return Bit{(g.cm & b) ? FromMark : FromCt, (g.cf & b) != 0};
+    };
+    auto mark_bit = [&](uint32_t b) {
+      if (g.mc & b) return Bit{Fixed, (g.mv & b) != 0};
+      return Bit{FromMark, (g.mf & b) != 0};
+    };
+    auto xr = [](Bit a, Bit b) -> std::optional<Bit> {
+      if (a.k == Fixed) return Bit{b.k, b.v != a.v};
+      if (b.k == Fixed) return Bit{a.k, a.v != b.v};
+      if (a.k == b.k) return Bit{Fixed, a.v != b.v};
+      return std::nullopt;
+    };
+    const Bit zero{Fixed, false};
+    uint32_t cc = 0, cv = 0, cf = 0, cm = 0, mc = 0, mv = 0, mf = 0;
+    for (unsigned i = 0; i < 32; ++i) {
+      uint32_t b = 1u << i;
+      Bit ct = (op.ctmask & b) ? zero : ct_bit(b);
+      std::optional<Bit> r;
+      if (op.kind == trace::ConnmarkOp::Kind::Set) r = xr(ct, Bit{Fixed, (op.value & b) != 0});
+      if (op.kind == trace::ConnmarkOp::Kind::Save) r = xr(ct, (op.nfmask & b) ? mark_bit(b) : zero);
+      if (op.kind == trace::ConnmarkOp::Kind::Restore)
+        r = xr((op.nfmask & b) ? zero : mark_bit(b), (op.ctmask & b) ? ct_bit(b) : zero);
+      if (!r) return std::string("CONNMARK: a bit that is the packet mark's xor an earlier connection mark's (not modelled)");
+      if (op.kind == trace::ConnmarkOp::Kind::Restore) {
+        if (r->k == FromCt) return std::string("CONNMARK --restore-mark of an earlier connection's mark (not modelled)");
+        if (r->k == Fixed) mc |= b, mv |= r->v ? b : 0;
+        else mf |= r->v ? b : 0;
+        continue;
+      }
+      if (r->k == Fixed) cc |= b, cv |= r->v ? b : 0;
+      else cf |= r->v ? b : 0, cm |= r->k == FromMark ? b : 0;
+    }
+    if (op.kind == trace::ConnmarkOp::Kind::Restore) {
+      g.mc = mc, g.mv = mv, g.mf = mf;
+    } else {
+      g.cc = cc, g.cv = cv, g.cf = cf, g.cm = cm;
+      g.ct_written = true;
+    }
+    return std::nullopt;
   }
 
   // -m physdev (trace/physdev.h): the class split on its bridge ports. Packets the node
@@ -1019,9 +1160,9 @@ struct Engine::Impl {
     std::string key = w;
     if (e.dst_set) key += "|dnat " + std::to_string(static_cast<uint64_t>(e.dst >> 64)) + ":" +
                           std::to_string(static_cast<uint64_t>(e.dst)) + ":" + std::to_string(e.dport);
-    char b[80];
-    std::snprintf(b, sizeof b, "|mark %x/%x/%x|ct %d%d%d|masq %d", e.mc, e.mv, e.mf, e.ct_dnat, e.ct_snat, e.untracked,
-                  e.masq);
+    char b[160];
+    std::snprintf(b, sizeof b, "|mark %x/%x/%x|ct %d%d%d|masq %d|ctm %d %x/%x/%x/%x", e.mc, e.mv, e.mf, e.ct_dnat,
+                  e.ct_snat, e.untracked, e.masq, e.ct_base, e.cc, e.cv, e.cf, e.cm);
     key += b;
     key += "|" + e.snat + "|" + e.options + "|" + e.affinity + "|" + e.mods;
     return w + "\x1f" + key;
@@ -1174,6 +1315,38 @@ struct Engine::Impl {
           // Nothing the outcome holds changes, but a later unmodelled test might read
           // what CHECKSUM wrote: predicates after it are other questions.
           if (tg.chain == "CHECKSUM") e.mods += "CHECKSUM;";
+          return Flow::Continue;
+        }
+        if (tg.chain == "CONNMARK") {
+          trace::ConnmarkOp op = trace::read_connmark_target(tg);
+          if (!op.why.empty()) return unknown(op.why);
+          if (!ct_stage(e)) return Flow::Continue;  // no conntrack entry: nothing to mark
+          if (e.ct_base < 0) {
+            // First use: the class's conntrack states decide what the word is.
+            auto g = ct_groups(e.k);
+            std::vector<Exec> parts;
+            for (int base = 0; base < 3; ++base) {
+              if (g[base].empty(u)) continue;
+              Exec x = e;
+              x.k = std::move(g[base]);
+              x.ct_base = base;
+              x.cc = base == 1 ? ~0u : 0u;  // a new connection's mark is 0
+              x.cv = x.cf = x.cm = 0;
+              parts.push_back(std::move(x));
+            }
+            for (size_t i = 1; i < parts.size(); ++i) {
+              Exec& x = parts[i];
+              if (x.ct_base > 0)
+                if (auto why = connmark_apply(x, op)) {
+                  finish(x, Verdict::Unknown, *why);
+                  continue;
+                }
+              run(std::move(x));  // continues after this rule (the frame is past it)
+            }
+            e = std::move(parts[0]);
+            if (e.ct_base == 0) return Flow::Continue;
+          }
+          if (auto why = connmark_apply(e, op)) return unknown(*why);
           return Flow::Continue;
         }
         if (trace::CtTarget ct = trace::ct_target(tg); ct != trace::CtTarget::NotCt) {

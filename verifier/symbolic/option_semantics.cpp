@@ -136,6 +136,9 @@ std::optional<OptionClass> option_class(std::string_view owner, std::string_view
 OptionClass target_class(std::string_view name) {
   for (std::string_view t : {"ACCEPT", "DROP", "RETURN", "DNAT", "SNAT", "MASQUERADE", "REJECT", "MARK"})
     if (name == t) return {M::Modelled, "verdicts, NAT and marks"};
+  if (name == "CONNMARK")
+    return {M::Modelled, "the connection mark as a function of the arriving mark and connmark (a new connection's is 0); "
+                         "shifts, a bit mixing both, --restore-mark of an earlier connection's mark: Unknown"};
   if (name == "NOTRACK") return {M::Modelled, "the packet is untracked (conntrack UNTRACKED, no NAT): part of the outcome"};
   if (name == "CT") return {M::Modelled, "--notrack as NOTRACK; any other CT option (zone, helper, timeout, events): Unknown"};
   if (trace::is_noop_target(name)) return {M::NoOp, "logging, tracing or checksum fill-in: the packet continues"};

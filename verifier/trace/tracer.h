@@ -77,6 +77,10 @@ struct Packet {
   /// not bridged. Read only when in_bridge_port names a port.
   std::optional<std::string> out_bridge_port;
   uint32_t mark = 0;
+  /// The connection's mark (connmark) as the packet arrives. A first packet's connection
+  /// (NEW) has 0 whatever this says; for other states unset = not known (a connmark test
+  /// or --restore-mark that reads it is Unknown).
+  std::optional<uint32_t> ctmark;
   /// Conntrack state bits (ir::CtStateBits) of the packet: NEW by default. The
   /// nat table is consulted only for NEW; other states are traced through the
   /// filter path with the addresses as given.
