@@ -218,3 +218,40 @@ TEST(NotrackCompare, NotrackIsBehaviourAndSpellingsAgree) {
 
 }  // namespace
 }  // namespace kpc::verifier::symbolic
+
+#include "tests/support/test_util.h"
+
+namespace kpc::test {
+namespace {
+
+TEST(PhysdevCli, TraceTakesBridgePorts) {
+  std::string dir = temp_dir("physdev-cli");
+  write_file(dir + "/rules", "*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n"
+                             "-A FORWARD -m physdev --physdev-out vethwe+ --physdev-is-bridged -j DROP\nCOMMIT\n");
+  std::vector<std::string> base = {bin_path("kpc"), "trace", dir + "/rules", "--src", "10.32.0.7", "--dst", "10.32.0.9",
+                                   "--dport", "80", "--from", "pod", "--in-iface", "weave", "--out-iface", "weave"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto argv = base;
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run(argv);
+  };
+  auto unknown = with({});
+  EXPECT_EQ(unknown.exit_code, 0) << unknown.err;
+  EXPECT_NE(unknown.out.find("UNKNOWN"), std::string::npos) << unknown.out;
+  auto bridged = with({"--in-bridge-port", "vethwepl1", "--out-bridge-port", "vethwe-bridge"});
+  EXPECT_NE(bridged.out.find("DROP"), std::string::npos) << bridged.out;
+  EXPECT_NE(bridged.out.find("bridge port in vethwepl1, bridged to vethwe-bridge"), std::string::npos) << bridged.out;
+  auto routed = with({"--in-bridge-port", "vethwepl1", "--routed"});
+  EXPECT_NE(routed.out.find("ACCEPT (forward)"), std::string::npos) << routed.out;
+  auto none = with({"--no-bridge-port"});
+  EXPECT_NE(none.out.find("ACCEPT (forward)"), std::string::npos) << none.out;
+  auto json = with({"--in-bridge-port", "vethwepl1", "--routed", "--format", "json"});
+  EXPECT_NE(json.out.find("\"in_bridge_port\": \"vethwepl1\""), std::string::npos) << json.out;
+  EXPECT_EQ(with({"--no-bridge-port", "--in-bridge-port", "x"}).exit_code, 2);
+  EXPECT_EQ(with({"--routed", "--out-bridge-port", "x"}).exit_code, 2);
+  EXPECT_EQ(with({"--no-bridge-port", "--out-bridge-port", "x"}).exit_code, 2);
+  EXPECT_EQ(with({"--ctmark", "zz"}).exit_code, 2);
+}
+
+}  // namespace
+}  // namespace kpc::test
