@@ -370,6 +370,17 @@ Witness pick_witness(const PacketClass& c, const Universe& u) {
   w.out_iface = static_cast<int>(c.out_iface.first());
   w.bridge_in = c.bridge_in.first();
   w.bridge_out = c.bridge_out.first();
+  // Read naturally: a bridged packet entered a port, and leaves by another one.
+  if (w.bridge_out != 0 && w.bridge_in == 0 && (c.bridge_in.bits & ~uint64_t(1)))
+    w.bridge_in = SmallSet{c.bridge_in.bits & ~uint64_t(1)}.first();
+  if (w.bridge_out != 0 && w.bridge_out == w.bridge_in) {
+    uint64_t other_out = c.bridge_out.bits & ~(uint64_t(1) << w.bridge_in) & ~uint64_t(1);
+    uint64_t other_in = c.bridge_in.bits & ~(uint64_t(1) << w.bridge_out) & ~uint64_t(1);
+    if (other_out)
+      w.bridge_out = SmallSet{other_out}.first();
+    else if (other_in)
+      w.bridge_in = SmallSet{other_in}.first();
+  }
   w.client = c.client.first(static_cast<uint32_t>(u.affinity_keys.size()));
   w.age_bucket = c.age.first();
   w.preds = c.pred_value & c.pred_known;
