@@ -265,7 +265,9 @@ void module(std::string& out, const std::string& name, const Opts& o, IPFamily f
           neg(out, a.neg);
           out += ' ';
           out += opt;
-          if (!a.text.empty()) save_string(out, a.text);
+          // libxt_physdev prints the name bare (not xtables_save_string: "veth+", not "\"veth+\"";
+          // checked against iptables-save 1.8.9, both flavours, by the kernel differential test).
+          if (!a.text.empty()) out += ' ', out += a.text;
         }
     unknown_opts(out, o);
   } else {

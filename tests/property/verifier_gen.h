@@ -51,7 +51,7 @@ inline std::string gen_matches(bool v6, const std::string& chain) {
   int n = *rc::gen::inRange(0, 4);
   bool proto_done = false;
   for (int k = 0; k < n; ++k) {
-    switch (*rc::gen::inRange(0, 17)) {
+    switch (*rc::gen::inRange(0, 18)) {
       case 0: m += " -m comment --comment \"ns1/svc" + std::to_string(*rc::gen::inRange(1, 4)) + ":p80 cluster IP\""; break;
       case 1: m += " -m comment --comment ns1/svc1:p" + std::to_string(*rc::gen::inRange(1, 4)); break;
       case 2:
@@ -100,6 +100,19 @@ inline std::string gen_matches(bool v6, const std::string& chain) {
           m += " -p tcp -m multiport --dports 80,443,8000:8080";
           proto_done = true;
         }
+        break;
+      case 17:
+        // Issue 12 §3: bridge-port matches. The kernel refuses --physdev-out/--physdev-is-out
+        // where OUTPUT can reach them (unless --physdev-is-bridged): only in FORWARD/POSTROUTING here.
+        if (chain == "FORWARD" || chain == "POSTROUTING")
+          m += pick<std::string>({" -m physdev --physdev-out vethwe-bridge --physdev-is-bridged",
+                                  " -m physdev ! --physdev-out veth+ --physdev-is-bridged",
+                                  " -m physdev --physdev-is-out", " -m physdev ! --physdev-is-bridged",
+                                  " -m physdev --physdev-in veth+ --physdev-out cni0x --physdev-is-bridged"});
+        else
+          m += pick<std::string>({" -m physdev --physdev-in veth+", " -m physdev ! --physdev-is-in",
+                                  " -m physdev --physdev-is-in ! --physdev-in vethwe-datapath",
+                                  " -m physdev --physdev-is-bridged", " -m physdev ! --physdev-in +"});
         break;
       default: break;
     }

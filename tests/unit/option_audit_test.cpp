@@ -112,11 +112,11 @@ std::map<std::string, Case> cases() {
   for (const char* o : {"dports", "destination-ports", "sports", "source-ports", "ports"})
     c[std::string("multiport ") + o] = pair(std::string("-p tcp -m multiport --") + o + " 80,443",
                                             std::string("-p tcp -m multiport --") + o + " 80,444", D);
-  c["physdev physdev-in"] = pair("-m physdev --physdev-in veth0", "-m physdev --physdev-in veth1", U, "physdev");
-  c["physdev physdev-out"] = pair("-m physdev --physdev-out veth0", "-m physdev --physdev-out veth1", U, "physdev");
+  // Bridge ports (issue 12 §3): FORWARD sees the in port and, for bridged packets, the out port.
+  c["physdev physdev-in"] = pair("-m physdev --physdev-in veth0", "-m physdev --physdev-in veth1", D);
+  c["physdev physdev-out"] = pair("-m physdev --physdev-out veth0", "-m physdev --physdev-out veth1", D);
   for (const char* o : {"physdev-is-in", "physdev-is-out", "physdev-is-bridged"})
-    c[std::string("physdev ") + o] =
-        pair(std::string("-m physdev --") + o, std::string("-m physdev ! --") + o, U, "physdev");
+    c[std::string("physdev ") + o] = pair(std::string("-m physdev --") + o, std::string("-m physdev ! --") + o, D);
   c["icmp icmp-type"] = pair("-p icmp -m icmp --icmp-type 8", "-p icmp -m icmp --icmp-type 0", U);
   c["icmp6 icmpv6-type"] = Case{drop_if("-p ipv6-icmp -m icmp6 --icmpv6-type 128"),
                                 drop_if("-p ipv6-icmp -m icmp6 --icmpv6-type 129"), U, IPFamily::V6};
@@ -241,6 +241,21 @@ TEST(OptionAudit, TargetExtensionsAreModelledNoOpsOrUnknown) {
       check(Case{with_a, with_b, Expect::Undecided, f}, Expect::Undecided, n, "target " + n);
     }
   }
+}
+
+// CT and NOTRACK are "modelled" for --notrack only: checked here by behaviour, both ways.
+TEST(OptionAudit, NotrackIsModelledOtherCtOptionsAreUnknown) {
+  auto raw = [](const std::string& r) {
+    return "*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n" + r + "COMMIT\n";
+  };
+  EXPECT_EQ(target_class("CT").meaning, OptionMeaning::Modelled);
+  EXPECT_EQ(target_class("NOTRACK").meaning, OptionMeaning::Modelled);
+  check(Case{raw("-A PREROUTING -p tcp -j CT --notrack\n"), raw(""), Expect::Differs}, Expect::Differs, "CT --notrack", "");
+  check(Case{raw("-A OUTPUT -p tcp -j NOTRACK\n"), raw(""), Expect::Differs}, Expect::Differs, "NOTRACK", "");
+  check(Case{raw("-A PREROUTING -p tcp -j NOTRACK\n"), raw("-A PREROUTING -p tcp -j CT --notrack\n"), Expect::Equivalent},
+        Expect::Equivalent, "NOTRACK = CT --notrack", "");
+  check(Case{raw("-A PREROUTING -p tcp -j CT --zone 1\n"), raw("-A PREROUTING -p tcp -j CT --zone 2\n"), Expect::Undecided},
+        Expect::Undecided, "CT --zone", "target CT");
 }
 
 TEST(OptionAudit, RejectWithTheDefaultTypeIsTheSameAsNone) {

@@ -1,5 +1,6 @@
 // `kpc trace RULES --src IP --dst IP [--proto tcp|udp|sctp] --dport N [--sport N]
 //   [--from pod|node|external] [--local-address IP...] [--in-iface IF] [--out-iface IF]
+//   [--in-bridge-port P | --no-bridge-port] [--out-bridge-port P | --routed]
 //   [--mark V] [--ctstate S] [--affinity new|KUBE-SEP-...|IP:PORT] [--jumps auto|yes|no]
 //   [--backend iptables|ip6tables] [--flavor legacy|nft] [--format text|json] [--kube-proxy-test]`
 //
@@ -30,6 +31,9 @@ struct TraceCliOptions {
   int dport = -1, sport = -1;
   std::vector<std::string> local_addresses;
   std::string in_iface, out_iface, mark = "0", ctstate = "NEW";
+  std::string in_bridge_port, out_bridge_port;  ///< -m physdev (trace/physdev.h)
+  bool no_bridge_port = false, routed = false;
+  std::string ctmark;  ///< the connection's mark (CONNMARK, -m connmark) when not NEW
   std::vector<std::string> affinity;
   uint32_t affinity_age = 0;
   std::string jumps = "auto";
@@ -94,6 +98,8 @@ std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::T
   p["from"] = origin_name(pkt.origin);
   p["in_iface"] = pkt.in_iface ? nlohmann::ordered_json(*pkt.in_iface) : nlohmann::ordered_json(nullptr);
   p["out_iface"] = pkt.out_iface ? nlohmann::ordered_json(*pkt.out_iface) : nlohmann::ordered_json(nullptr);
+  p["in_bridge_port"] = pkt.in_bridge_port ? nlohmann::ordered_json(*pkt.in_bridge_port) : nlohmann::ordered_json(nullptr);
+  p["out_bridge_port"] = pkt.out_bridge_port ? nlohmann::ordered_json(*pkt.out_bridge_port) : nlohmann::ordered_json(nullptr);
   p["mark"] = hex(pkt.mark);
   p["ctstate"] = ir::ctstate_text(pkt.ctstate);
   p["remembered"] = pkt.remembered;
@@ -177,10 +183,23 @@ int run(const TraceCliOptions& o) {
   else if (pkt.origin == Origin::External)
     pkt.in_iface = "eth0";
   if (!o.out_iface.empty()) pkt.out_iface = o.out_iface;
+  if (!o.in_bridge_port.empty() && o.no_bridge_port) return bad("--in-bridge-port and --no-bridge-port exclude each other");
+  if (!o.out_bridge_port.empty() && o.routed) return bad("--out-bridge-port and --routed exclude each other");
+  if (!o.out_bridge_port.empty() && o.no_bridge_port)
+    return bad("--out-bridge-port: a bridged packet entered through a bridge port (not --no-bridge-port)");
+  if (!o.in_bridge_port.empty()) pkt.in_bridge_port = o.in_bridge_port;
+  if (o.no_bridge_port) pkt.in_bridge_port = std::string(), pkt.out_bridge_port = std::string();
+  if (!o.out_bridge_port.empty()) pkt.out_bridge_port = o.out_bridge_port;
+  if (o.routed) pkt.out_bridge_port = std::string();
   if (!parse_u32(o.mark, &pkt.mark)) return bad("--mark: expected a 32-bit number");
   auto ct = ir::parse_ctstate(o.ctstate);
   if (!ct || !*ct) return bad("--ctstate: expected NEW, ESTABLISHED, RELATED, INVALID or UNTRACKED");
   pkt.ctstate = *ct;
+  if (!o.ctmark.empty()) {
+    uint32_t v = 0;
+    if (!parse_u32(o.ctmark, &v)) return bad("--ctmark: expected a 32-bit number");
+    pkt.ctmark = v;
+  }
 
   TraceOptions topt;
   topt.max_outcomes = o.max_outcomes;
@@ -322,7 +341,17 @@ void add_trace(CLI::App& app, int& exit_code) {
                   "interface the packet arrives on (default: eth0 from external, not given from a pod: -i tests are "
                   "then unknown)");
   cmd->add_option("--out-iface", o->out_iface, "interface routing sends the packet out of (default: not given)");
+  cmd->add_option("--in-bridge-port", o->in_bridge_port,
+                  "bridge port the packet entered through (-m physdev; default: not given, physdev tests are then "
+                  "unknown)");
+  cmd->add_flag("--no-bridge-port", o->no_bridge_port, "the packet did not enter through a bridge port");
+  cmd->add_option("--out-bridge-port", o->out_bridge_port,
+                  "bridge port the packet is bridged to (FORWARD/POSTROUTING, after any DNAT)");
+  cmd->add_flag("--routed", o->routed, "the packet is routed, not bridged (no out bridge port)");
   cmd->add_option("--mark", o->mark, "packet mark")->capture_default_str();
+  cmd->add_option("--ctmark", o->ctmark,
+                  "the connection's mark (CONNMARK) for a packet that is not NEW (a new connection's is 0; default: "
+                  "not given, a test that reads it is then unknown)");
   cmd->add_option("--ctstate", o->ctstate, "conntrack state (NEW: the first packet of a connection)")
       ->capture_default_str();
   cmd->add_option("--affinity", o->affinity,

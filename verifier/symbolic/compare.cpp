@@ -19,7 +19,8 @@ struct NormOutcome {
   bool operator<(const NormOutcome& x) const {
     auto key = [](const SymOutcome& s) {
       return std::tie(s.verdict, s.route, s.dnat, s.dnat_addr, s.dnat_port, s.masquerade, s.snat, s.mark_const,
-                      s.mark_value, s.mark_flip, s.options, s.affinity, s.unknown);
+                      s.mark_value, s.mark_flip, s.connmark, s.ct_const, s.ct_value, s.ct_flip, s.ct_from_mark, s.options,
+                      s.affinity, s.unknown);
     };
     return key(o) < key(x.o);
   }
@@ -32,6 +33,13 @@ SymOutcome normalize(const SymOutcome& o, const PacketClass& c) {
   n.mark_value = (o.mark_value & o.mark_const) | ((c.mark_value ^ o.mark_flip) & fixed);
   n.mark_const = o.mark_const | fixed;
   n.mark_flip = o.mark_flip & ~n.mark_const;
+  if (n.connmark) {  // connmark bits taken from the arriving mark, where the class fixes it
+    uint32_t known = c.mark_known & o.ct_from_mark;
+    n.ct_value = (o.ct_value & o.ct_const) | ((c.mark_value ^ o.ct_flip) & known);
+    n.ct_const = o.ct_const | known;
+    n.ct_from_mark = o.ct_from_mark & ~known;
+    n.ct_flip = o.ct_flip & ~n.ct_const;
+  }
   if (!n.dnat) n.dnat_addr = 0, n.dnat_port = 0;
   return n;
 }
@@ -109,6 +117,8 @@ PacketClass witness_class(const Witness& w, const Universe& u) {
   c.mark_value = w.mark;
   if (w.in_iface >= 0) c.in_iface = SmallSet::of(static_cast<unsigned>(w.in_iface));
   if (w.out_iface >= 0) c.out_iface = SmallSet::of(static_cast<unsigned>(w.out_iface));
+  c.bridge_in = SmallSet::of(w.bridge_in);
+  c.bridge_out = SmallSet::of(w.bridge_out);
   c.client = ClientSet::only(w.client);
   c.age = SmallSet::of(w.age_bucket);
   c.pred_known = u.all_preds();
@@ -150,6 +160,10 @@ std::vector<std::string> leaf_keys(const std::vector<Leaf>& leaves) {
                   n.mark_value, n.mark_flip);
     k += b;
     k += n.route + "|" + n.snat + "|" + n.options + "|" + n.affinity + "|" + n.unknown + "|";
+    if (n.connmark) {
+      std::snprintf(b, sizeof b, "ctm %x/%x/%x/%x|", n.ct_const, n.ct_value, n.ct_flip, n.ct_from_mark);
+      k += b;
+    }
     if (n.dnat) {
       k.append(reinterpret_cast<const char*>(&n.dnat_addr), sizeof n.dnat_addr);
       k += std::to_string(n.dnat_port);
@@ -198,6 +212,11 @@ std::vector<OutcomeShare> shares(const Dist& d, uint32_t arriving_mark, IPFamily
     s.snat = o.snat;
     s.mark = (o.mark_value & o.mark_const) | ((arriving_mark ^ o.mark_flip) & ~o.mark_const);
     s.options = o.options;
+    if (o.connmark) {  // as the tracer prints it (trace::connmark_effect_text)
+      uint32_t known = o.ct_const | o.ct_from_mark;
+      uint32_t v = (o.ct_value & o.ct_const) | ((arriving_mark ^ o.ct_flip) & o.ct_from_mark) | (o.ct_flip & ~known);
+      trace::append_effect(&s.options, trace::connmark_effect_text(v, known));
+    }
     s.affinity = o.affinity;
     s.unknown = o.unknown;
     s.probability = p;
@@ -262,6 +281,10 @@ trace::Packet concrete(const Witness& w, Origin origin, const Universe& u, const
   p.origin = origin == Origin::Node ? trace::Origin::Node : trace::Origin::External;
   if (origin == Origin::Arriving && w.in_iface >= 0) p.in_iface = u.ifaces[static_cast<size_t>(w.in_iface)];
   if (w.out_iface >= 0) p.out_iface = u.ifaces[static_cast<size_t>(w.out_iface)];
+  if (origin == Origin::Arriving) {
+    p.in_bridge_port = u.bridge_ports[w.bridge_in];
+    p.out_bridge_port = u.bridge_ports[w.bridge_out];
+  }
   p.mark = w.mark;
   p.ctstate = ct_combo_bits(w.ct_combo);
   if (w.client != 0) {
@@ -279,6 +302,14 @@ std::string witness_text(const trace::Packet& p, Origin o, const Universe& u, ui
   s += " -> " + trace::host_port(p.dst, p.dport);
   s += o == Origin::Node ? ", from the node" : ", arriving";
   if (o == Origin::Arriving && p.in_iface) s += " on " + *p.in_iface;
+  // Bridge ports only when the rules test them (the universe has port atoms).
+  if (o == Origin::Arriving && u.bridge_ports.size() > 2 && p.in_bridge_port) {
+    if (p.in_bridge_port->empty())
+      s += ", not through a bridge port";
+    else
+      s += ", bridge port " + *p.in_bridge_port +
+           (p.out_bridge_port && !p.out_bridge_port->empty() ? " bridged to " + *p.out_bridge_port : " (routed)");
+  }
   s += ", ct " + ir::ctstate_text(p.ctstate);
   char b[32];
   std::snprintf(b, sizeof b, ", mark 0x%x", p.mark);
@@ -323,6 +354,13 @@ PacketClass point_class(const trace::Packet& p, const Universe& u, const Engine&
   };
   atom(p.in_iface, c.in_iface);
   atom(p.out_iface, c.out_iface);
+  auto port = [&](const std::optional<std::string>& n, SmallSet& set) {
+    if (!n) return;
+    for (unsigned i = 0; i < u.bridge_ports.size(); ++i)
+      if (u.bridge_ports[i] == *n) set = SmallSet::of(i);
+  };
+  port(p.in_bridge_port, c.bridge_in);
+  port(p.out_bridge_port, c.bridge_out);
   c.client = ClientSet::only(p.remembered.empty() ? 0 : e.client_id(p.remembered[0]));
   c.age = SmallSet::of(u.age_bucket_of(p.remembered_age));
   return c;
@@ -433,6 +471,8 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
         for (const Leaf* l : side ? only_b : only_a) {
           SymOutcome n = normalize(l->outcome, l->cls);
           n.mark_const = n.mark_value = n.mark_flip = 0;  // marks: compared per region below
+          if (n.connmark) n.options += "|connmark " + std::to_string(n.ct_const) + "/" + std::to_string(n.ct_value) + "/" +
+                                       std::to_string(n.ct_flip) + "/" + std::to_string(n.ct_from_mark);
           std::string k = std::to_string(static_cast<int>(n.verdict)) + "|" + n.route + "|" +
                           (n.dnat ? dnat_text(n, u.family) : "") + "|" + (n.masquerade ? "m" : "") + "|" + n.snat +
                           "|" + n.options + "|" + n.affinity + "|" + n.unknown;

@@ -1,11 +1,13 @@
 #include "verifier/symbolic/engine.h"
 
+#include <array>
 #include <map>
 #include <set>
 
 #include "compiler/support/text.h"
 #include "verifier/parse/parser.h"
 #include "verifier/symbolic/affinity_lists.h"
+#include "verifier/trace/physdev.h"
 
 namespace kpc::verifier::symbolic {
 
@@ -125,8 +127,9 @@ struct Stage {
 struct Cond {
   enum Kind : uint8_t {
     Proto, Src, Dst, InIface, OutIface, SPort, DPort, Ports /* multiport --ports */, SrcLocal, DstLocal,
-    Ct, Mark, Client, Record, Set, Never, Unknown
+    Ct, Mark, Client, Record, Set, Physdev, Connmark, Never, Unknown
   } kind = Never;
+  trace::PhysdevOp physop = trace::PhysdevOp::In;  ///< Physdev: the option (atoms: ports its name matches)
   bool neg = false;
   ProtoSet proto;
   AddrSet addr;
@@ -181,7 +184,7 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
     u.local = AddrSet::range(0, u.addr_max).subtract(AddrSet::range(0, u.addr_max).subtract(u.local).subtract(v, v));
     cut(v, v);
   }
-  std::set<std::string> names;
+  std::set<std::string> names, ports;
   std::set<uint32_t> seconds;
   std::set<const RuleStore*> seen;
   for (const RulesetState* s : states) {
@@ -194,6 +197,25 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
         cut(r.first, r.second);
       }
       for (auto& n : l.ifaces) names.insert(n);
+      // -m physdev port names: the bridge-port atoms.
+      for (const char* opt : {" --physdev-in ", " --physdev-out "}) {
+        std::string_view o(opt);
+        for (size_t p = t.find(o); p != std::string_view::npos; p = t.find(o, p + 1)) {
+          // The save text quotes some names ("vethwe+"): read one word as the parser does.
+          size_t b = p + o.size();
+          std::string w;
+          if (b < t.size() && t[b] == '"') {
+            for (size_t q = b + 1; q < t.size() && t[q] != '"'; ++q) {
+              if (t[q] == '\\' && q + 1 < t.size()) ++q;
+              w += t[q];
+            }
+          } else {
+            size_t e = t.find(' ', b);
+            w = std::string(t.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+          }
+          ports.insert(std::move(w));
+        }
+      }
       // recent --seconds: the age buckets of remembered clients are cut at each value.
       for (size_t p = t.find(" --seconds "); p != std::string_view::npos; p = t.find(" --seconds ", p + 1)) {
         uint32_t v = 0;
@@ -233,6 +255,15 @@ Universe build_universe(const std::vector<const RulesetState*>& states, const st
   reps.insert("kpc-other0");
   u.ifaces.assign(reps.begin(), reps.end());
   if (u.ifaces.size() > 63) u.ifaces.resize(63);  // iface tests beyond become Unknown (below)
+  // Bridge-port atoms the same way, after [0] = no port.
+  std::set<std::string> port_reps;
+  for (const auto& n : ports) {
+    if (n.empty() || n == "+") continue;
+    port_reps.insert(n.back() == '+' ? n.substr(0, n.size() - 1) + "kpc0" : n);
+  }
+  port_reps.insert("kpc-port0");
+  u.bridge_ports.insert(u.bridge_ports.end(), port_reps.begin(), port_reps.end());
+  if (u.bridge_ports.size() > 63) u.bridge_ports.resize(63);  // physdev tests beyond become Unknown
   return u;
 }
 
@@ -245,6 +276,7 @@ struct Engine::Impl {
   std::unordered_map<std::string, uint32_t> list_ids;           // recent --name -> affinity id
   std::map<uint32_t, std::vector<std::string>> lists_of;
   bool ifaces_capped = false;
+  bool ports_capped = false;
 
   // Per chain: an index from destination atom to rule positions, for long chains.
   struct ChainIndex {
@@ -361,7 +393,7 @@ struct Engine::Impl {
         case ArgKind::Module: {
           static const std::set<std::string> known = {"tcp",  "udp",    "sctp",      "comment", "addrtype",
                                                       "conntrack", "state", "mark", "statistic", "recent",
-                                                      "nfacct",    "multiport", "set", "physdev"};
+                                                      "nfacct",    "multiport", "set", "physdev", "connmark"};
           module = a.text;
           if (!known.count(a.text)) {
             // The whole instance is one test: the module and its options as written.
@@ -373,6 +405,23 @@ struct Engine::Impl {
             i = k - 1;
             unknown("match " + text + " not modelled", stateful.count(a.text) ? std::string() : text);
             continue;
+          }
+          if (a.text == "connmark") {
+            // (connmark & M) == V on the connection mark word (Exec::cc ...); the test as
+            // written is the predicate when it reads an earlier connection's mark.
+            trace::ConnmarkTest t = trace::read_connmark_match(args, i);
+            std::string text = "-m connmark";
+            for (; i + 1 < args.size() && args[i + 1].kind == ArgKind::Unknown; ++i) text += " " + written(args[i + 1]);
+            if (!t.why.empty()) {
+              unknown(t.why);
+              continue;
+            }
+            c.kind = Cond::Connmark;
+            c.value = t.value;
+            c.mask = t.mask;
+            c.neg = t.neg;
+            c.pred = text;
+            break;
           }
           if (a.text != "recent") continue;
           trace::RecentUse ru = trace::read_recent(args, i, st.family);
@@ -486,9 +535,20 @@ struct Engine::Impl {
           unknown("ipset \"" + a.text + "\" contents not known", counters ? std::string() : "-m set " + text);
           continue;
         }
-        case ArgKind::Physdev:
-          unknown("physdev match not modelled", "-m physdev " + written(a));
-          continue;
+        case ArgKind::Physdev: {
+          auto op = trace::physdev_op(a.text2);
+          if (!op || ports_capped) {
+            unknown(op ? "more bridge-port names than the engine tracks" : "physdev option " + a.text2 + " not modelled",
+                    "-m physdev " + written(a));
+            continue;
+          }
+          c.kind = Cond::Physdev;
+          c.physop = *op;
+          c.pattern = a.text;
+          for (unsigned k = 1; k < u.bridge_ports.size(); ++k)
+            if (trace::bridge_port_matches(a.text, u.bridge_ports[k])) c.atoms.bits |= uint64_t(1) << k;
+          break;
+        }
         case ArgKind::Unknown:
           // An option of a modelled module that the model does not read (--tcp-flags,
           // --ctstatus ...); the set module's counter options depend on traffic.
@@ -536,6 +596,14 @@ struct Engine::Impl {
     u128 dst = 0;
     uint16_t dport = 0;
     bool ct_dnat = false, ct_snat = false;
+    bool untracked = false;  ///< CT --notrack (trace/effects.h): state UNTRACKED whatever the class says
+    /// The connection mark (CONNMARK, -m connmark): ct_base -1 = not read or written yet (the
+    /// class's conntrack states decide), 0 = no conntrack entry, 1 = a new connection (mark 0),
+    /// 2 = an earlier connection (its mark as it arrives). The word: bits in cc are cv, bits
+    /// in cm are the arriving packet mark's xor cf, the others the arriving connmark's xor cf.
+    int ct_base = -1;
+    uint32_t cc = 0, cv = 0, cf = 0, cm = 0;
+    bool ct_written = false;
     uint32_t mc = 0, mv = 0, mf = 0;  ///< mark function
     bool dnat = false, masq = false;
     std::string snat;
@@ -629,6 +697,13 @@ struct Engine::Impl {
     o.mark_value = e.mv;
     o.mark_flip = e.mf;
     o.options = e.options;
+    if (e.ct_written) {
+      o.connmark = true;
+      o.ct_const = e.cc;
+      o.ct_value = e.cv & e.cc;
+      o.ct_from_mark = e.cm & ~e.cc;
+      o.ct_flip = e.cf & ~e.cc;
+    }
     o.affinity = e.affinity;
     o.unknown = std::move(why);
     l.services = e.services;
@@ -806,6 +881,7 @@ struct Engine::Impl {
         return;
       }
       case Cond::Ct: {
+        if (e.untracked) return decide((ir::kCtUntracked & c.value) != 0);
         PacketClass y = k, n = k;
         y.ct.bits = 0;
         n.ct.bits = 0;
@@ -843,6 +919,160 @@ struct Engine::Impl {
       case Cond::Set:
         split_set(c, e, k, in, out);
         return;
+      case Cond::Physdev:
+        split_physdev(c, e, k, in, out);
+        return;
+      case Cond::Connmark:
+        split_connmark(c, e, k, in, out);
+        return;
+    }
+  }
+
+  // The conntrack entry at this stage: none in the raw table (conntrack runs after it,
+  // but the loopback re-entry has its entry) or once untracked.
+  bool ct_stage(const Exec& e) const {
+    const Stage& s = e.plan[e.stage];
+    return !(s.table == TableId::Raw && !s.loopback) && !e.untracked && e.ct_base != 0;
+  }
+  // k by conntrack state: no entry (INVALID, UNTRACKED), a new connection, an earlier one.
+  std::array<PacketClass, 3> ct_groups(const PacketClass& k) const {
+    uint64_t none = 0;
+    for (unsigned i = 0; i < kCtCombos; ++i)
+      if (i / 4 == 0 || i / 4 == 4) none |= uint64_t(1) << i;
+    std::array<PacketClass, 3> g{k, k, k};
+    g[0].ct.bits &= none;
+    g[1].ct.bits &= ct_new_only().bits;
+    g[2].ct.bits &= ~none & ~ct_new_only().bits;
+    return g;
+  }
+
+  // -m connmark --mark V/M: false without a conntrack entry, negated or not.
+  void split_connmark(const Cond& c, const Exec& e, const PacketClass& k, std::vector<PacketClass>& in,
+                      std::vector<PacketClass>& out) {
+    auto put = [&](PacketClass&& p, bool pass) {
+      if (!p.empty(u)) (pass ? in : out).push_back(std::move(p));
+    };
+    if (!ct_stage(e)) return put(PacketClass(k), false);
+    auto on_word = [&](PacketClass&& p, uint32_t cc, uint32_t cv, uint32_t cf, uint32_t cm) {
+      uint32_t m = c.mask;
+      if ((c.value & ~m) || ((cv ^ c.value) & m & cc)) return put(std::move(p), c.neg);  // a fixed bit differs
+      uint32_t free = m & ~cc;
+      if (!free) return put(std::move(p), !c.neg);
+      if (free & ~cm) {
+        // Reads an earlier connection's mark: a fixed function of the packet.
+        if (auto b = pred_bit(e, c.pred)) {
+          std::vector<PacketClass> y, n;
+          split_pred(p, *b, y, n);
+          for (auto& x : y) put(std::move(x), true);
+          for (auto& x : n) put(std::move(x), false);
+          return;
+        }
+        unknown_parts.push_back(Part{std::move(p), "the connection's mark is not known (" + c.pred + ")", {}});
+        return;
+      }
+      PacketClass need = PacketClass::everything(u);  // bits the arriving packet mark gave
+      need.mark_known = free;
+      need.mark_value = (c.value ^ cf) & free;
+      split_by(p, need, c.neg, in, out);
+    };
+    if (e.ct_base > 0) return on_word(PacketClass(k), e.cc, e.cv, e.cf, e.cm);
+    auto g = ct_groups(k);
+    put(std::move(g[0]), false);
+    if (!g[1].empty(u)) on_word(std::move(g[1]), ~0u, 0, 0, 0);  // a new connection's mark is 0
+    if (!g[2].empty(u)) on_word(std::move(g[2]), 0, 0, 0, 0);
+  }
+
+  // CONNMARK on the words, bit by bit: each bit is fixed, the arriving mark's or the
+  // arriving connmark's (flipped). A bit that would be the xor of both is not modelled,
+  // nor a mark restored from an earlier connection's mark.
+  std::optional<std::string> connmark_apply(Exec& g, const trace::ConnmarkOp& op) {
+    enum Kind : uint8_t { Fixed, FromMark, FromCt };
+    struct Bit {
+      Kind k;
+      bool v;
+    };
+    auto ct_bit = [&](uint32_t b) {
+      if (g.cc & b) return Bit{Fixed, (g.cv & b) != 0};
+      return Bit{(g.cm & b) ? FromMark : FromCt, (g.cf & b) != 0};
+    };
+    auto mark_bit = [&](uint32_t b) {
+      if (g.mc & b) return Bit{Fixed, (g.mv & b) != 0};
+      return Bit{FromMark, (g.mf & b) != 0};
+    };
+    auto xr = [](Bit a, Bit b) -> std::optional<Bit> {
+      if (a.k == Fixed) return Bit{b.k, b.v != a.v};
+      if (b.k == Fixed) return Bit{a.k, a.v != b.v};
+      if (a.k == b.k) return Bit{Fixed, a.v != b.v};
+      return std::nullopt;
+    };
+    const Bit zero{Fixed, false};
+    uint32_t cc = 0, cv = 0, cf = 0, cm = 0, mc = 0, mv = 0, mf = 0;
+    for (unsigned i = 0; i < 32; ++i) {
+      uint32_t b = 1u << i;
+      Bit ct = (op.ctmask & b) ? zero : ct_bit(b);
+      std::optional<Bit> r;
+      if (op.kind == trace::ConnmarkOp::Kind::Set) r = xr(ct, Bit{Fixed, (op.value & b) != 0});
+      if (op.kind == trace::ConnmarkOp::Kind::Save) r = xr(ct, (op.nfmask & b) ? mark_bit(b) : zero);
+      if (op.kind == trace::ConnmarkOp::Kind::Restore)
+        r = xr((op.nfmask & b) ? zero : mark_bit(b), (op.ctmask & b) ? ct_bit(b) : zero);
+      if (!r) return std::string("CONNMARK: a bit that is the packet mark's xor an earlier connection mark's (not modelled)");
+      if (op.kind == trace::ConnmarkOp::Kind::Restore) {
+        if (r->k == FromCt) return std::string("CONNMARK --restore-mark of an earlier connection's mark (not modelled)");
+        if (r->k == Fixed) mc |= b, mv |= r->v ? b : 0;
+        else mf |= r->v ? b : 0;
+        continue;
+      }
+      if (r->k == Fixed) cc |= b, cv |= r->v ? b : 0;
+      else cf |= r->v ? b : 0, cm |= r->k == FromMark ? b : 0;
+    }
+    if (op.kind == trace::ConnmarkOp::Kind::Restore) {
+      g.mc = mc, g.mv = mv, g.mf = mf;
+    } else {
+      g.cc = cc, g.cv = cv, g.cf = cf, g.cm = cm;
+      g.ct_written = true;
+    }
+    return std::nullopt;
+  }
+
+  // -m physdev (trace/physdev.h): the class split on its bridge ports. Packets the node
+  // sends carry no bridge information; an arriving packet has it iff it entered a
+  // bridge port (bridge_in atom != 0); its out port exists only in FORWARD/POSTROUTING.
+  void split_physdev(const Cond& c, const Exec& e, const PacketClass& k, std::vector<PacketClass>& in,
+                     std::vector<PacketClass>& out) const {
+    const Stage& s = e.plan[e.stage];
+    auto put = [&](PacketClass&& p, bool pass) {
+      if (!p.empty(u)) (pass ? in : out).push_back(std::move(p));
+    };
+    if (e.origin == Origin::Node || s.loopback) return put(PacketClass(k), c.neg);
+    const uint64_t none = 1;  // atom 0
+    PacketClass bare = k;     // entered through no bridge port
+    bare.bridge_in.bits &= none;
+    put(std::move(bare), c.neg);
+    PacketClass info = k;
+    info.bridge_in.bits &= ~none;
+    if (info.empty(u)) return;
+    bool out_hook = s.hook == Hook::Forward || s.hook == Hook::Postrouting;
+    // The atoms of one field where the option passes: the rest fails.
+    auto by = [&](SmallSet PacketClass::*field, uint64_t pass_bits) {
+      PacketClass y = info, n = info;
+      (y.*field).bits &= pass_bits;
+      (n.*field).bits &= ~pass_bits;
+      put(std::move(y), true);
+      put(std::move(n), false);
+    };
+    const uint64_t ports = ~none;  // every atom naming a port
+    switch (c.physop) {
+      case trace::PhysdevOp::IsIn:
+        return put(std::move(info), !c.neg);
+      case trace::PhysdevOp::In:
+        return by(&PacketClass::bridge_in, c.neg ? ports & ~c.atoms.bits : c.atoms.bits);
+      case trace::PhysdevOp::IsOut:
+      case trace::PhysdevOp::IsBridged:
+        if (!out_hook) return put(std::move(info), c.neg);
+        return by(&PacketClass::bridge_out, c.neg ? none : ports);
+      case trace::PhysdevOp::Out:
+        if (!out_hook) return put(std::move(info), false);
+        return by(&PacketClass::bridge_out, c.neg ? ports & ~c.atoms.bits : c.atoms.bits);
     }
   }
 
@@ -930,8 +1160,9 @@ struct Engine::Impl {
     std::string key = w;
     if (e.dst_set) key += "|dnat " + std::to_string(static_cast<uint64_t>(e.dst >> 64)) + ":" +
                           std::to_string(static_cast<uint64_t>(e.dst)) + ":" + std::to_string(e.dport);
-    char b[80];
-    std::snprintf(b, sizeof b, "|mark %x/%x/%x|ct %d%d|masq %d", e.mc, e.mv, e.mf, e.ct_dnat, e.ct_snat, e.masq);
+    char b[160];
+    std::snprintf(b, sizeof b, "|mark %x/%x/%x|ct %d%d%d|masq %d|ctm %d %x/%x/%x/%x", e.mc, e.mv, e.mf, e.ct_dnat,
+                  e.ct_snat, e.untracked, e.masq, e.ct_base, e.cc, e.cv, e.cf, e.cm);
     key += b;
     key += "|" + e.snat + "|" + e.options + "|" + e.affinity + "|" + e.mods;
     return w + "\x1f" + key;
@@ -1086,6 +1317,47 @@ struct Engine::Impl {
           if (tg.chain == "CHECKSUM") e.mods += "CHECKSUM;";
           return Flow::Continue;
         }
+        if (tg.chain == "CONNMARK") {
+          trace::ConnmarkOp op = trace::read_connmark_target(tg);
+          if (!op.why.empty()) return unknown(op.why);
+          if (!ct_stage(e)) return Flow::Continue;  // no conntrack entry: nothing to mark
+          if (e.ct_base < 0) {
+            // First use: the class's conntrack states decide what the word is.
+            auto g = ct_groups(e.k);
+            std::vector<Exec> parts;
+            for (int base = 0; base < 3; ++base) {
+              if (g[base].empty(u)) continue;
+              Exec x = e;
+              x.k = std::move(g[base]);
+              x.ct_base = base;
+              x.cc = base == 1 ? ~0u : 0u;  // a new connection's mark is 0
+              x.cv = x.cf = x.cm = 0;
+              parts.push_back(std::move(x));
+            }
+            for (size_t i = 1; i < parts.size(); ++i) {
+              Exec& x = parts[i];
+              if (x.ct_base > 0)
+                if (auto why = connmark_apply(x, op)) {
+                  finish(x, Verdict::Unknown, *why);
+                  continue;
+                }
+              run(std::move(x));  // continues after this rule (the frame is past it)
+            }
+            e = std::move(parts[0]);
+            if (e.ct_base == 0) return Flow::Continue;
+          }
+          if (auto why = connmark_apply(e, op)) return unknown(*why);
+          return Flow::Continue;
+        }
+        if (trace::CtTarget ct = trace::ct_target(tg); ct != trace::CtTarget::NotCt) {
+          if (ct == trace::CtTarget::Unmodelled)
+            return unknown("target " + tg.chain + " (options other than --notrack) not modelled");
+          if (s.table != TableId::Raw) return unknown("target " + tg.chain + " outside the raw table (the kernel refuses it)");
+          if (s.loopback || e.untracked) return Flow::Continue;  // conntrack already attached
+          e.untracked = true;
+          trace::append_effect(&e.options, "notrack");
+          return Flow::Continue;
+        }
         return unknown("target " + tg.chain + " not modelled");
     }
     return Flow::Continue;
@@ -1117,6 +1389,10 @@ struct Engine::Impl {
         const TableState& tb = st.table(s.table);
         if (!tb.present) {
           ++e.stage;
+          continue;
+        }
+        if (s.table == TableId::Nat && e.untracked) {
+          ++e.stage;  // no conntrack, no NAT
           continue;
         }
         if (s.table == TableId::Nat) {
@@ -1289,6 +1565,7 @@ struct Engine::Impl {
 Engine::Engine(const RulesetState& state, Universe& universe)
     : impl_(std::make_unique<Impl>(state, universe)), u_(universe) {
   impl_->ifaces_capped = universe.ifaces.size() >= 63;
+  impl_->ports_capped = universe.bridge_ports.size() >= 63;
 }
 Engine::~Engine() = default;
 

@@ -48,6 +48,11 @@ struct SymOutcome {
   bool masquerade = false;
   std::string snat;
   uint32_t mark_const = 0, mark_value = 0, mark_flip = 0;
+  /// CONNMARK wrote the connection mark (trace/effects.h): bits in ct_const are ct_value,
+  /// bits in ct_from_mark the arriving packet mark's xor ct_flip, the others the
+  /// connection's earlier mark xor ct_flip.
+  bool connmark = false;
+  uint32_t ct_const = 0, ct_value = 0, ct_flip = 0, ct_from_mark = 0;
   std::string options;   ///< target options that are behaviour (trace/effects.h), "; "-joined
   std::string affinity;  ///< recent lists written, by canonical key (trace/effects.h)
   std::string unknown;   ///< Unknown: why

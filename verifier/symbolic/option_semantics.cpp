@@ -91,11 +91,11 @@ const Row kRows[] = {
     {"multiport", "sports", {M::Modelled, "port lists"}},
     {"multiport", "source-ports", {M::Modelled, "port lists"}},
     {"multiport", "ports", {M::Modelled, "either port listed"}},
-    {"physdev", "physdev-in", {M::Unknown, "bridge ports are not modelled"}},
-    {"physdev", "physdev-out", {M::Unknown, "bridge ports are not modelled"}},
-    {"physdev", "physdev-is-in", {M::Unknown, "bridge ports are not modelled"}},
-    {"physdev", "physdev-is-out", {M::Unknown, "bridge ports are not modelled"}},
-    {"physdev", "physdev-is-bridged", {M::Unknown, "bridge ports are not modelled"}},
+    {"physdev", "physdev-in", {M::Modelled, "bridge-port atoms the packet entered through (none, each name, each prefix, one no rule names)"}},
+    {"physdev", "physdev-out", {M::Modelled, "bridge-port atoms it is bridged to: known in FORWARD/POSTROUTING only, never for routed packets"}},
+    {"physdev", "physdev-is-in", {M::Modelled, "entered through a bridge port (bridge-port atom other than none)"}},
+    {"physdev", "physdev-is-out", {M::Modelled, "bridged to a port (FORWARD/POSTROUTING)"}},
+    {"physdev", "physdev-is-bridged", {M::Modelled, "as --physdev-is-out (the kernel tests the out port)"}},
     {"icmp", "icmp-type", {M::Unknown, "ICMP is not traced"}},
     {"icmp6", "icmpv6-type", {M::Unknown, "ICMPv6 is not traced"}},
     {"DNAT", "to-destination", {M::Modelled, "new destination and port; a port range is Unknown"}},
@@ -136,6 +136,11 @@ std::optional<OptionClass> option_class(std::string_view owner, std::string_view
 OptionClass target_class(std::string_view name) {
   for (std::string_view t : {"ACCEPT", "DROP", "RETURN", "DNAT", "SNAT", "MASQUERADE", "REJECT", "MARK"})
     if (name == t) return {M::Modelled, "verdicts, NAT and marks"};
+  if (name == "CONNMARK")
+    return {M::Modelled, "the connection mark as a function of the arriving mark and connmark (a new connection's is 0); "
+                         "shifts, a bit mixing both, --restore-mark of an earlier connection's mark: Unknown"};
+  if (name == "NOTRACK") return {M::Modelled, "the packet is untracked (conntrack UNTRACKED, no NAT): part of the outcome"};
+  if (name == "CT") return {M::Modelled, "--notrack as NOTRACK; any other CT option (zone, helper, timeout, events): Unknown"};
   if (trace::is_noop_target(name)) return {M::NoOp, "logging, tracing or checksum fill-in: the packet continues"};
   return {M::Unknown, "target not modelled: the packet's outcome is Unknown"};
 }

@@ -152,13 +152,15 @@ PacketClass PacketClass::everything(const Universe& u) {
   c.ct = ct_all_initial();
   c.in_iface = SmallSet::all(static_cast<unsigned>(u.ifaces.size()));
   c.out_iface = c.in_iface;
+  c.bridge_in = SmallSet::all(static_cast<unsigned>(u.bridge_ports.size()));
+  c.bridge_out = c.bridge_in;
   c.age = SmallSet::all(u.age_buckets());
   return c;
 }
 
 bool PacketClass::empty(const Universe& u) const {
   return src.empty() || dst.empty() || proto.empty() || sport.empty() || dport.empty() || ct.empty() ||
-         in_iface.empty() || out_iface.empty() || client.empty(static_cast<uint32_t>(u.affinity_keys.size())) ||
+         in_iface.empty() || out_iface.empty() || bridge_in.empty() || bridge_out.empty() || client.empty(static_cast<uint32_t>(u.affinity_keys.size())) ||
          age.empty();
 }
 
@@ -177,6 +179,8 @@ PacketClass PacketClass::intersect(const PacketClass& o) const {
   r.mark_value = (mark_value & mark_known) | (o.mark_value & o.mark_known);
   r.in_iface = SmallSet{in_iface.bits & o.in_iface.bits};
   r.out_iface = SmallSet{out_iface.bits & o.out_iface.bits};
+  r.bridge_in = SmallSet{bridge_in.bits & o.bridge_in.bits};
+  r.bridge_out = SmallSet{bridge_out.bits & o.bridge_out.bits};
   r.client = client.intersect(o.client);
   r.age = SmallSet{age.bits & o.age.bits};
   uint64_t pboth = pred_known & o.pred_known;
@@ -258,6 +262,18 @@ std::vector<PacketClass> PacketClass::subtract(const PacketClass& o, const Unive
   }
   {
     PacketClass p = rest;
+    p.bridge_in = SmallSet{rest.bridge_in.bits & ~o.bridge_in.bits};
+    emit(std::move(p));
+    rest.bridge_in = SmallSet{rest.bridge_in.bits & o.bridge_in.bits};
+  }
+  {
+    PacketClass p = rest;
+    p.bridge_out = SmallSet{rest.bridge_out.bits & ~o.bridge_out.bits};
+    emit(std::move(p));
+    rest.bridge_out = SmallSet{rest.bridge_out.bits & o.bridge_out.bits};
+  }
+  {
+    PacketClass p = rest;
     p.client = rest.client.subtract(o.client);
     emit(std::move(p));
     rest.client = rest.client.intersect(o.client);
@@ -304,6 +320,8 @@ std::string PacketClass::key() const {
   put(&mv, 4);
   put(&in_iface.bits, 8);
   put(&out_iface.bits, 8);
+  put(&bridge_in.bits, 8);
+  put(&bridge_out.bits, 8);
   k += client.complement ? 'c' : 'p';
   for (uint32_t id : client.ids) put(&id, 4);
   put(&age.bits, 8);
@@ -350,6 +368,19 @@ Witness pick_witness(const PacketClass& c, const Universe& u) {
   w.mark = c.mark_value & c.mark_known;
   w.in_iface = static_cast<int>(c.in_iface.first());
   w.out_iface = static_cast<int>(c.out_iface.first());
+  w.bridge_in = c.bridge_in.first();
+  w.bridge_out = c.bridge_out.first();
+  // Read naturally: a bridged packet entered a port, and leaves by another one.
+  if (w.bridge_out != 0 && w.bridge_in == 0 && (c.bridge_in.bits & ~uint64_t(1)))
+    w.bridge_in = SmallSet{c.bridge_in.bits & ~uint64_t(1)}.first();
+  if (w.bridge_out != 0 && w.bridge_out == w.bridge_in) {
+    uint64_t other_out = c.bridge_out.bits & ~(uint64_t(1) << w.bridge_in) & ~uint64_t(1);
+    uint64_t other_in = c.bridge_in.bits & ~(uint64_t(1) << w.bridge_out) & ~uint64_t(1);
+    if (other_out)
+      w.bridge_out = SmallSet{other_out}.first();
+    else if (other_in)
+      w.bridge_in = SmallSet{other_in}.first();
+  }
   w.client = c.client.first(static_cast<uint32_t>(u.affinity_keys.size()));
   w.age_bucket = c.age.first();
   w.preds = c.pred_value & c.pred_known;
@@ -461,6 +492,19 @@ std::string describe(const PacketClass& c, const Universe& u) {
   };
   ifs(c.in_iface, "in");
   ifs(c.out_iface, "out");
+  auto ports = [&](const SmallSet& s, const char* what, const char* none) {
+    if (s == SmallSet::all(static_cast<unsigned>(u.bridge_ports.size()))) return;
+    std::string t = std::string(what) + " ";
+    int n = 0;
+    for (unsigned i = 0; i < u.bridge_ports.size(); ++i)
+      if (s.has(i)) {
+        if (n++) t += ",";
+        t += i == 0 ? std::string(none) : u.bridge_ports[i];
+      }
+    parts.push_back(t);
+  };
+  ports(c.bridge_in, "bridge port in", "(none)");
+  ports(c.bridge_out, "bridged to", "(routed)");
   if (!(c.client == ClientSet::all())) {
     std::string t = c.client.complement ? "client not " : "client ";
     int n = 0;

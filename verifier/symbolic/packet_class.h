@@ -13,6 +13,9 @@
 //   mark            the mark the packet arrives with: bits known (mask) and their values
 //   in_iface        interface atoms (Universe::ifaces) it arrives on (arriving packets)
 //   out_iface       interface atoms routing sends it out of
+//   bridge_in       bridge-port atoms (Universe::bridge_ports) it entered through; atom 0 =
+//                   not through a bridge port (no bridge information: trace/physdev.h)
+//   bridge_out      bridge-port atoms it is bridged to in FORWARD/POSTROUTING; atom 0 = routed
 //   client          session-affinity state: a new client (id 0), or a client that one
 //                   `recent` list remembers (ids of Universe::affinity_keys)
 //   preds           truth values of tests the model cannot evaluate but that are fixed
@@ -85,6 +88,8 @@ struct Universe {
   u128 addr_max = 0xffffffffu;
   AddrSet local;                     ///< addrtype LOCAL (node addresses + loopback)
   std::vector<std::string> ifaces;   ///< interface atoms (a representative name each)
+  /// Bridge-port atoms of -m physdev: [0] = "" (no port), then a representative name each.
+  std::vector<std::string> bridge_ports = {""};
   std::vector<std::string> affinity_keys = {"(new client)"};  ///< id -> canonical key
   std::vector<u128> dst_cuts;        ///< sorted starts of the destination atoms (first is 0)
   std::unordered_map<std::string, uint32_t> affinity_index;  ///< key -> id (ids 1...)
@@ -126,6 +131,7 @@ struct PacketClass {
   SmallSet ct;
   uint32_t mark_known = 0, mark_value = 0;
   SmallSet in_iface, out_iface;
+  SmallSet bridge_in, bridge_out;
   ClientSet client;
   SmallSet age;
   uint64_t pred_known = 0, pred_value = 0;
@@ -150,6 +156,7 @@ struct Witness {
   unsigned ct_combo = 1;
   uint32_t mark = 0;
   int in_iface = -1, out_iface = -1;  ///< atom index, -1 if not constrained
+  unsigned bridge_in = 0, bridge_out = 0;  ///< bridge-port atoms (0: none / routed)
   uint32_t client = 0;
   unsigned age_bucket = 0;  ///< a remembered client's age bucket (Universe::age_cuts)
   uint64_t preds = 0;       ///< values of the predicates (those the class leaves open: false)

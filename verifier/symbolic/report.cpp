@@ -66,6 +66,10 @@ nlohmann::ordered_json difference_json(const Difference& d, const char* before_n
   w["ctstate"] = ir::ctstate_text(p.ctstate);
   w["mark"] = hex(p.mark);
   if (p.in_iface && d.origin == Origin::Arriving) w["in_iface"] = *p.in_iface;
+  if (p.in_bridge_port && d.origin == Origin::Arriving && p.in_bridge_port->size()) {
+    w["in_bridge_port"] = *p.in_bridge_port;
+    w["out_bridge_port"] = p.out_bridge_port ? *p.out_bridge_port : "";
+  }
   if (!p.remembered.empty()) {
     w["remembered"] = p.remembered;
     w["remembered_age_seconds"] = p.remembered_age;

@@ -69,6 +69,45 @@ std::string snat_outcome_text(const ir::Target& t);
 /// fill-in): the packet continues with the next rule.
 bool is_noop_target(std::string_view name);
 
+/// `-j CT --notrack` and `-j NOTRACK` (raw table, before conntrack): the packet is
+/// untracked — conntrack state UNTRACKED, no NAT (the nat table is not consulted),
+/// and "notrack" is part of the outcome (no connection entry is behaviour). The
+/// kernel ignores CT's other options when --notrack is given. A packet that already
+/// has its conntrack entry (the loopback re-entry of a locally sent packet) is left
+/// alone. Other CT options (zones, helpers, timeouts, events) are not modelled.
+enum class CtTarget : uint8_t { NotCt, Notrack, Unmodelled };
+CtTarget ct_target(const ir::Target& t);
+
+/// `-j CONNMARK` (xt_connmark, revision 1; iptables' spellings resolved as libxt_CONNMARK
+/// does): the connection mark (connmark) of the packet's conntrack entry.
+///   Set:     connmark = (connmark & ~ctmask) ^ value   (--set-xmark V/M; --set-mark V/M is
+///            V/(M|V); --and-mark B is 0/~B; --or-mark B is B/B; --xor-mark B is B/0)
+///   Save:    connmark = (connmark & ~ctmask) ^ (mark & nfmask)     (--save-mark)
+///   Restore: mark = (mark & ~nfmask) ^ (connmark & ctmask)         (--restore-mark)
+/// (--mask M sets both masks; each defaults to 0xffffffff.) A packet without a conntrack
+/// entry (raw table, before conntrack; INVALID; UNTRACKED) is left alone. A first packet's
+/// connection (NEW) has connmark 0; another packet's is what earlier packets left.
+/// Shifts (--left/right-shift-mark) and anything else: why != "".
+struct ConnmarkOp {
+  enum class Kind : uint8_t { Set, Save, Restore } kind = Kind::Set;
+  uint32_t value = 0, ctmask = ~0u, nfmask = ~0u;
+  std::string why;  ///< not modelled: what
+};
+ConnmarkOp read_connmark_target(const ir::Target& t);
+
+/// `-m connmark [!] --mark V[/M]`: (connmark & M) == V, negated by `!`; false without a
+/// conntrack entry whatever `!` says. args[module_index] is the Module arg.
+struct ConnmarkTest {
+  uint32_t value = 0, mask = ~0u;
+  bool neg = false;
+  std::string why;  ///< not modelled: what
+};
+ConnmarkTest read_connmark_match(const std::vector<ir::Arg>& args, size_t module_index);
+
+/// The outcome's text for a written connmark: "connmark V/K", K the bits known; the others
+/// are the connection's earlier mark, flipped where `value` has them set ("(earlier mark ^ F)").
+std::string connmark_effect_text(uint32_t value, uint32_t known);
+
 /// Joins effect texts as outcomes carry them ("a; b").
 void append_effect(std::string* to, const std::string& effect);
 

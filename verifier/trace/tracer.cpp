@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "compiler/ir/printer.h"
 #include "compiler/support/text.h"
 #include "verifier/parse/parser.h"
+#include "verifier/trace/physdev.h"
 
 namespace kpc::verifier::trace {
 
@@ -181,6 +183,10 @@ struct Exec {
   uint16_t dport = 0;
   uint32_t mark = 0;
   uint32_t ct = 0;
+  bool notrack = false;  ///< CT --notrack: untracked from here on
+  // The connection mark (CONNMARK): value and the bits known; read from the packet on first use.
+  bool ct_init = false, ct_written = false;
+  uint32_t ctv = 0, ctk = 0;
   bool dnat = false;
   bool masq = false;
   std::string snat;
@@ -226,6 +232,21 @@ struct Tracer::Impl {
     return pkt.out_iface;
   }
 
+  // The packet has a conntrack entry here: not in the raw table (conntrack runs after it,
+  // except on the loopback re-entry), not untracked, not INVALID.
+  bool has_ct(const Exec& e) const {
+    const Stage& s = e.plan[e.stage];
+    if (s.table == TableId::Raw && !s.loopback) return false;
+    return !e.notrack && !(e.ct & (ir::kCtInvalid | ir::kCtUntracked));
+  }
+  // The connection mark (value, known bits) as it stands.
+  std::pair<uint32_t, uint32_t> ct_mark(const Exec& e) const {
+    if (e.ct_init) return {e.ctv, e.ctk};
+    if (pkt.ctstate & ir::kCtNew) return {0u, ~0u};  // a new connection's mark is 0
+    if (pkt.ctmark) return {*pkt.ctmark, ~0u};
+    return {0u, 0u};
+  }
+
   Step make_step(Step::Kind kind, const Exec& e, const Frame& f, uint32_t id, std::string note = {}) {
     Step s;
     s.kind = kind;
@@ -261,6 +282,7 @@ struct Tracer::Impl {
     o.snat_text = e.snat;
     o.final_mark = e.mark;
     o.options = e.options;
+    if (e.ct_written) append_effect(&o.options, connmark_effect_text(e.ctv, e.ctk));
     o.affinity = e.affinity;
     o.unknown_reason = std::move(reason);
     for (const auto& s : e.path) {
@@ -367,8 +389,27 @@ struct Tracer::Impl {
         case ArgKind::Module: {
           static const std::set<std::string> known = {
               "tcp",       "udp",    "sctp",   "comment",   "addrtype", "conntrack", "state", "mark",
-              "statistic", "recent", "nfacct", "multiport", "set",      "physdev"};  // the last two: by option
+              "statistic", "recent", "nfacct", "multiport", "set",      "physdev", "connmark"};  // set, physdev: by option
           if (!known.count(a.text)) unknown("match module \"" + a.text + "\" not modelled");
+          if (a.text == "connmark") {
+            ConnmarkTest ct = read_connmark_match(args, i);
+            while (i + 1 < args.size() && args[i + 1].kind == ArgKind::Unknown) ++i;  // its options
+            if (!ct.why.empty()) {
+              unknown(ct.why);
+              break;
+            }
+            if (!has_ct(e)) {
+              any_false = true;  // no conntrack entry: false, negated or not
+              break;
+            }
+            auto [v, k] = ct_mark(e);
+            if (ct.mask & ~k) {
+              unknown("the connection's mark is not known (a first packet's is 0; give --ctmark)");
+              break;
+            }
+            decide((v & ct.mask) == ct.value, ct.neg);
+            break;
+          }
           if (a.text == "recent") {
             // Matches run in order and stop at the first false one: the list is written
             // only when every earlier test passed (a later false test does not undo it).
@@ -507,9 +548,31 @@ struct Tracer::Impl {
             decide(*m, a.neg);
           break;
         }
-        case ArgKind::Physdev:
-          unknown("physdev match not modelled");
+        case ArgKind::Physdev: {
+          auto op = physdev_op(a.text2);
+          if (!op) {
+            unknown("physdev option " + a.text2 + " not modelled");
+            break;
+          }
+          const Stage& s = e.plan[e.stage];
+          // Bridge information exists only for packets that entered a bridge port.
+          bool none = pkt.origin == Origin::Node || s.loopback;
+          if (!none && !pkt.in_bridge_port) {
+            unknown("bridge port the packet entered through not given (--in-bridge-port / --no-bridge-port)");
+            break;
+          }
+          bool info = !none && !pkt.in_bridge_port->empty();
+          // The out port: only bridged packets in FORWARD/POSTROUTING have one.
+          bool out_hook = s.hook == Hook::Forward || s.hook == Hook::Postrouting;
+          if (info && out_hook && physdev_reads_out(*op) && !pkt.out_bridge_port) {
+            unknown("bridge port the packet is bridged to not given (--out-bridge-port / --routed)");
+            break;
+          }
+          std::string in = info ? *pkt.in_bridge_port : std::string();
+          std::string out = info && out_hook && pkt.out_bridge_port ? *pkt.out_bridge_port : std::string();
+          if (physdev_test(*op, a.text, a.neg, info, in, out) == false) any_false = true;
           break;
+        }
         case ArgKind::Unknown:
           unknown("option " + a.text2 + " not modelled");
           break;
@@ -622,6 +685,43 @@ struct Tracer::Impl {
         return Flow::Continue;
       case TargetKind::Other:
         if (is_noop_target(tg.chain)) return Flow::Continue;
+        if (tg.chain == "CONNMARK") {
+          ConnmarkOp op = read_connmark_target(tg);
+          if (!op.why.empty()) return unknown(op.why);
+          if (!has_ct(e)) return Flow::Continue;  // no conntrack entry: nothing to mark
+          std::tie(e.ctv, e.ctk) = ct_mark(e);
+          e.ct_init = true;
+          switch (op.kind) {
+            case ConnmarkOp::Kind::Set:
+              e.ctv = (e.ctv & ~op.ctmask) ^ op.value;
+              e.ctk |= op.ctmask;
+              e.ct_written = true;
+              break;
+            case ConnmarkOp::Kind::Save:
+              if (~op.ctmask & op.nfmask & ~e.ctk)
+                return unknown("CONNMARK --save-mark mixes the packet mark with an unknown connection mark");
+              e.ctv = (e.ctv & ~op.ctmask) ^ (e.mark & op.nfmask);
+              e.ctk |= op.ctmask;
+              e.ct_written = true;
+              break;
+            case ConnmarkOp::Kind::Restore:
+              if (op.ctmask & ~e.ctk)
+                return unknown("CONNMARK --restore-mark: the connection's mark is not known (a first packet's is 0; "
+                               "give --ctmark)");
+              e.mark = (e.mark & ~op.nfmask) ^ (e.ctv & op.ctmask);
+              break;
+          }
+          return Flow::Continue;
+        }
+        if (CtTarget ct = ct_target(tg); ct != CtTarget::NotCt) {
+          if (ct == CtTarget::Unmodelled) return unknown("target " + tg.chain + " (options other than --notrack) not modelled");
+          if (st.table != TableId::Raw) return unknown("target " + tg.chain + " outside the raw table (the kernel refuses it)");
+          if (st.loopback || e.notrack) return Flow::Continue;  // conntrack already attached
+          e.notrack = true;
+          e.ct = ir::kCtUntracked;
+          append_effect(&e.options, "notrack");
+          return Flow::Continue;
+        }
         return unknown("target " + tg.chain + " not modelled");
     }
     return Flow::Continue;
@@ -882,6 +982,15 @@ std::string format_text(const Packet& pkt, const TraceOptions& options, const Tr
   out += origin_name(pkt.origin);
   if (pkt.origin != Origin::Node) out += " (in " + (pkt.in_iface ? printable(*pkt.in_iface) : std::string("?")) + ")";
   if (pkt.out_iface) out += ", out " + printable(*pkt.out_iface);
+  if (pkt.origin != Origin::Node && pkt.in_bridge_port) {
+    if (pkt.in_bridge_port->empty())
+      out += ", not through a bridge port";
+    else {
+      out += ", bridge port in " + printable(*pkt.in_bridge_port);
+      if (pkt.out_bridge_port)
+        out += pkt.out_bridge_port->empty() ? " (routed)" : ", bridged to " + printable(*pkt.out_bridge_port);
+    }
+  }
   out += ", ct " + ir::ctstate_text(pkt.ctstate) + ", mark " + hex(pkt.mark);
   if (pkt.remembered.empty())
     out += ", new client";

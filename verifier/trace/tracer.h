@@ -68,7 +68,19 @@ struct Packet {
   /// Interface routing sends the packet out of (FORWARD/OUTPUT/POSTROUTING).
   /// Unset: -o tests there are Unknown, except for node -> local traffic ("lo").
   std::optional<std::string> out_iface;
+  /// Bridge port the packet entered through (br_netfilter; `-m physdev`, physdev.h).
+  /// Unset: physdev tests of an arriving packet are Unknown; "": it did not enter
+  /// through a bridge port (no bridge information). Node origin ignores it.
+  std::optional<std::string> in_bridge_port;
+  /// Bridge port the packet is bridged to, as FORWARD/POSTROUTING see it (after any
+  /// DNAT): unset = not known (tests of the out port there are Unknown); "" = routed,
+  /// not bridged. Read only when in_bridge_port names a port.
+  std::optional<std::string> out_bridge_port;
   uint32_t mark = 0;
+  /// The connection's mark (connmark) as the packet arrives. A first packet's connection
+  /// (NEW) has 0 whatever this says; for other states unset = not known (a connmark test
+  /// or --restore-mark that reads it is Unknown).
+  std::optional<uint32_t> ctmark;
   /// Conntrack state bits (ir::CtStateBits) of the packet: NEW by default. The
   /// nat table is consulted only for NEW; other states are traced through the
   /// filter path with the addresses as given.
