@@ -47,7 +47,8 @@ std::string service_from_chain(std::string_view chain) {
   if (size_t sep = rest.find("__"); sep != std::string_view::npos) rest = rest.substr(0, sep);
   auto parts = split(rest, '/');
   if (parts.size() != 4) return "";
-  return std::string(parts[0]) + "/" + std::string(parts[1]) + ":" + std::string(parts[3]);
+  std::string svc = std::string(parts[0]) + "/" + std::string(parts[1]);
+  return parts[3].empty() ? svc : svc + ":" + std::string(parts[3]);
 }
 
 std::vector<std::string> resolve_affinity(const nft::NftState& state, const std::string& endpoint) {
