@@ -49,7 +49,7 @@ for i in range(n):
     except OSError:
         pass
     keep.append(s)
-time.sleep(0.3)
+time.sleep(0.1)
 )";
 
 const char* kProbe = R"(table ip probe {

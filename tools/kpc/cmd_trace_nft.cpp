@@ -101,7 +101,7 @@ std::string to_json(const nt::Packet& pkt, const nt::TraceOptions& topt, const n
     nlohmann::ordered_json path = nlohmann::ordered_json::array();
     for (const auto& s : o.path) {
       nlohmann::ordered_json st;
-      static const char* kinds[] = {"rule", "branch", "policy", "unknown"};
+      static const char* kinds[] = {"rule", "policy", "unknown"};
       st["kind"] = kinds[s.kind];
       st["table"] = s.table;
       st["hook"] = s.hook;

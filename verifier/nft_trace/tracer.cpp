@@ -7,6 +7,7 @@
 
 #include "compiler/ir/rule.h"
 #include "compiler/support/text.h"
+#include "verifier/nft/internal.h"
 
 namespace kpc::verifier::nft_trace {
 namespace {
@@ -73,12 +74,6 @@ struct Exec {
   std::optional<uint32_t> numgen;
   std::string note;
 };
-
-std::string hex8(uint32_t v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%08x", v);
-  return b;
-}
 
 const char* proto_canonical(uint64_t p) {
   switch (p) {
@@ -346,27 +341,34 @@ struct Tracer::Impl {
     return it->second.count(s.name) > 0;
   }
 
-  // The canonical key text of the values, for an exact look-up (false: scan instead).
-  bool canonical_key(const Key& k, const std::vector<Value>& vals, std::vector<std::string>* out) const {
+  // The canonical key text of the values, for an exact look-up (false: scan instead): each
+  // value written out and put through the model's own canonical form for the set's key type,
+  // so that the look-up compares what the model stored.
+  bool canonical_key(const nft::Set& s, const Key& k, const std::vector<Value>& vals,
+                     std::vector<std::string>* out) const {
     out->clear();
     for (size_t i = 0; i < vals.size(); ++i) {
+      std::string text;
       switch (k.fields[i]) {
         case Field::IpSaddr:
-        case Field::IpDaddr: out->push_back(vals[i].addr.str()); break;
+        case Field::IpDaddr: text = vals[i].addr.str(); break;
         case Field::L4proto: {
           const char* n = proto_canonical(vals[i].num);
           if (!n) return false;
-          out->push_back(n);
+          text = n;
           break;
         }
         case Field::ThDport:
         case Field::ThSport:
-        case Field::Numgen: out->push_back(std::to_string(vals[i].num)); break;
-        case Field::Mark: out->push_back(hex8(static_cast<uint32_t>(vals[i].num))); break;
+        case Field::Numgen:
+        case Field::Mark: text = std::to_string(vals[i].num); break;
         case Field::Iifname:
-        case Field::Oifname: out->push_back("\"" + vals[i].str + "\""); break;
+        case Field::Oifname: text = vals[i].str; break;
         default: return false;
       }
+      std::string canon, bytes;
+      if (!nft::detail::canonical_value(s.key[i], text, &canon, &bytes)) return false;
+      out->push_back(std::move(canon));
     }
     return true;
   }
@@ -377,7 +379,7 @@ struct Tracer::Impl {
     *el = nullptr;
     if (s.key.size() != k.fields.size()) return *why = "@" + s.name + ": key width differs", Tri::Unknown;
     std::vector<std::string> ck;
-    if (!s.has_flag("interval") && canonical_key(k, vals, &ck)) {
+    if (!s.has_flag("interval") && canonical_key(s, k, vals, &ck)) {
       *el = s.find_element(ck);
       if (*el && (*el)->removed) *el = nullptr;
       return *el ? Tri::True : Tri::False;
@@ -446,7 +448,7 @@ struct Tracer::Impl {
         finish(e, Verdict::Drop);
         return Flow::Finished;
       case VerdictKind::Return:
-        return frame_done(e, true);
+        return frame_done(e);
       case VerdictKind::Jump:
       case VerdictKind::Goto: {
         const nft::Chain* c = e.plan[e.stage].table->find_chain(v.chain);
@@ -464,8 +466,7 @@ struct Tracer::Impl {
   }
 
   // The current frame ends (its end, or `return`): back to the caller, or the base chain's policy.
-  Flow frame_done(Exec& e, bool by_return) {
-    (void)by_return;
+  Flow frame_done(Exec& e) {
     e.stack.pop_back();
     if (!e.stack.empty()) return Flow::NextRule;
     const nft::Chain* b = e.plan[e.stage].chain;
@@ -698,7 +699,7 @@ struct Tracer::Impl {
       }
       Frame& f = e.stack.back();
       if (f.next >= f.chain->rules.size()) {
-        Flow fl = frame_done(e, false);
+        Flow fl = frame_done(e);
         if (fl == Flow::Finished) return;
         if (fl == Flow::StageDone) {
           e.stack.clear();

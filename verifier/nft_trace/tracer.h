@@ -75,7 +75,7 @@ struct TraceOptions {
 };
 
 struct Step {
-  enum Kind : uint8_t { Rule, Branch, Policy, Unknown };
+  enum Kind : uint8_t { Rule, Policy, Unknown };
   Kind kind = Rule;
   std::string table;  ///< "ip kube-proxy"
   std::string hook;   ///< base chain's hook of this stage
@@ -84,7 +84,7 @@ struct Step {
   uint64_t handle = 0;
   std::string text;      ///< the rule as `nft list` prints it (policy: "policy accept")
   std::string comment;
-  std::string note;      ///< "numgen: 1 of 3, p = 1/3"
+  std::string note;      ///< "numgen: 1 of mod 3, p = 1/3; vmap: goto endpoint-..."
 };
 
 struct Outcome {
