@@ -121,6 +121,26 @@ TEST(NftTrace, NumgenBranchesAreExactlyOneNth) {
   }
   EXPECT_EQ(dests, (std::set<std::string>{"10.0.0.1:80", "10.0.0.2:80", "10.0.0.3:80"}));
   EXPECT_TRUE(r.total().is_one());
+  // The kernel's split, on request.
+  TraceOptions o;
+  o.kernel_numgen = true;
+  Tracer kt(s, o);
+  r = kt.trace(pkt("1.2.3.4", "10.96.0.1", 80));
+  ASSERT_EQ(r.outcomes.size(), 3u);
+  EXPECT_EQ(r.outcomes[0].probability.fraction(), "715827883/2147483648");
+  EXPECT_TRUE(r.total().is_one());
+}
+
+TEST(NftFraction, KernelNumgenSharesAreWithinTwoToTheMinus32OfOneNth) {
+  // reciprocal_scale over the 2^32 random values: for 3, runs of 1431655766, 1431655765, 1431655765.
+  EXPECT_EQ(numgen_kernel_share(3, 0).fraction(), "715827883/2147483648");
+  EXPECT_EQ(numgen_kernel_share(3, 1).fraction(), "1431655765/4294967296");
+  EXPECT_EQ(numgen_kernel_share(4, 2).fraction(), "1/4");  // powers of two: exactly 1/N
+  for (uint32_t n : {1u, 2u, 3u, 5u, 7u, 10u, 1000u}) {
+    Fraction sum = Fraction::zero();
+    for (uint32_t v = 0; v < n; ++v) sum = sum + numgen_kernel_share(n, v);
+    EXPECT_TRUE(sum.is_one()) << n;
+  }
 }
 
 TEST(NftTrace, SetsWithIntervalsAndConcatenations) {

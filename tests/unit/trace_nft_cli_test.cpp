@@ -56,6 +56,18 @@ TEST(TraceNftCli, JsonAndRememberedClient) {
   EXPECT_TRUE(j["outcomes"][0]["probability"]["denominator_log2"].is_null());
 }
 
+TEST(TraceNftCli, KernelNumgenShares) {
+  auto r = run(cart({"--numgen", "kernel"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("p = 715827883/2147483648 ~ 0.3333333335  ACCEPT (forward)  DNAT 10.244.1.30:9000"),
+            std::string::npos)
+      << r.out;
+  // Not an iptables option.
+  r = run({bin_path("kpc"), "trace", source_path("fixtures/example/expected/iptables.restore"), "--src", "10.244.1.5",
+           "--dst", "10.96.30.30", "--dport", "9000", "--numgen", "kernel"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
 TEST(TraceNftCli, AssertionsExitOneWhenNotMet) {
   auto ok = run(cart({"--expect-verdict", "ACCEPT", "--expect-masquerade", "no", "--expect-dnat", "10.244.1.30:9000",
                       "--expect-dnat", "10.244.2.31:9000", "--expect-dnat", "10.244.2.32:9000"}));

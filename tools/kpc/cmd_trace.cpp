@@ -53,6 +53,8 @@ struct TraceCliOptions {
   std::string node;  ///< --node: when RULES is a snapshot
   std::string kube_proxy_version = "1.35";  ///< nftables: the layout a snapshot is compiled with
   bool flavor_given = false, jumps_given = false, version_given = false;
+  std::string numgen = "uniform";  ///< nftables: numgen shares (uniform 1/N, or the kernel's split)
+  bool numgen_given = false;
 };
 
 int bad(const std::string& msg) {
@@ -184,6 +186,7 @@ int run_nft(const TraceCliOptions& o, std::optional<std::string_view> text) {
   r.max_input_size = o.max_input_size;
   r.node = o.node;
   r.kube_proxy_version = o.kube_proxy_version;
+  r.kernel_numgen = o.numgen == "kernel";
   return run_trace_nft(r);
 }
 
@@ -254,6 +257,7 @@ int run(const TraceCliOptions& o) {
   if (!o.backend_given && !input.directory && !input.rules && looks_like_nft(input.text.view()))
     return run_nft(o, input.text.view());
   if (o.version_given) return bad("--kube-proxy-version is for nftables (--backend nftables)");
+  if (o.numgen_given) return bad("--numgen is for nftables input");
   RuleInputOptions ri;
   ri.backend = *backend_from_name(o.backend);
   ri.backend_given = o.backend_given;
@@ -408,6 +412,10 @@ void add_trace(CLI::App& app, int& exit_code) {
   cmd->add_option("--kube-proxy-version", o->kube_proxy_version,
                   "with --backend nftables and a snapshot: the kube-proxy release whose nftables layout to compile")
       ->capture_default_str();
+  cmd->add_option("--numgen", o->numgen,
+                  "nftables: numgen random shares, uniform (exactly 1/N) or kernel (reciprocal_scale's split)")
+      ->check(CLI::IsMember({"uniform", "kernel"}))
+      ->capture_default_str();
   add_ipsets_option(cmd, o->ipsets);
   add_flavor_option(cmd, o->flavor, "legacy or nft (how RULES is loaded)");
   add_format_option(cmd, o->format);
@@ -436,6 +444,7 @@ void add_trace(CLI::App& app, int& exit_code) {
     o->flavor_given = cmd->count("--flavor") > 0;
     o->jumps_given = cmd->count("--jumps") > 0;
     o->version_given = cmd->count("--kube-proxy-version") > 0;
+    o->numgen_given = cmd->count("--numgen") > 0;
     exit_code = run(*o);
   });
 }

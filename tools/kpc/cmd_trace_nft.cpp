@@ -239,8 +239,11 @@ int run_trace_nft(const NftTraceRequest& o) {
   if (!ct || !*ct) return bad("--ctstate: expected NEW, ESTABLISHED, RELATED, INVALID or UNTRACKED");
   pkt.ctstate = *ct;
 
+  std::vector<std::string> notes;
   nt::TraceOptions topt;
   topt.max_outcomes = o.max_outcomes;
+  topt.kernel_numgen = o.kernel_numgen;
+  if (o.kernel_numgen) notes.push_back("numgen shares: the kernel's reciprocal_scale split (--numgen kernel)");
   for (const auto& s : o.local_addresses) {
     auto a = IPAddr::parse(s);
     if (!a) return bad("--local-address: not an IP address: " + s);
@@ -249,7 +252,6 @@ int run_trace_nft(const NftTraceRequest& o) {
 
   verifier::nft::NftState state;
   std::vector<IPAddr> node_addresses;
-  std::vector<std::string> notes;
   if (!load_state(o, family, &state, &node_addresses, &notes)) return kExitError;
   if (topt.local_addresses.empty()) {
     if (!node_addresses.empty()) {

@@ -28,6 +28,7 @@ struct NftTraceRequest {
   uint64_t max_input_size = 0;
   std::string node;
   std::string kube_proxy_version = "1.35";
+  bool kernel_numgen = false;  ///< --numgen kernel
 };
 
 /// True when text's first command (blank lines and '#' comments skipped) is an nft command

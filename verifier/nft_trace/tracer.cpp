@@ -629,11 +629,14 @@ struct Tracer::Impl {
   }
 
   void fork_numgen(Exec& e, const Key& k) {
-    Fraction share = Fraction::reciprocal(k.numgen_mod);
     for (uint32_t v = 0; v < k.numgen_mod; ++v) {
+      auto share_of = [&](uint32_t w) {
+        return t.options_.kernel_numgen ? numgen_kernel_share(k.numgen_mod, w) : Fraction::reciprocal(k.numgen_mod);
+      };
+      Fraction share = share_of(v);
       if (truncating) {  // the remaining branches together
         Fraction rest = Fraction::zero();
-        for (uint32_t w = v; w < k.numgen_mod; ++w) rest = rest + share;
+        for (uint32_t w = v; w < k.numgen_mod; ++w) rest = rest + share_of(w);
         truncated = truncated + e.prob * rest;
         return;
       }
@@ -720,6 +723,13 @@ struct Tracer::Impl {
 };
 
 // ------------------------------------------------------------------ Tracer
+
+Fraction numgen_kernel_share(uint32_t n, uint32_t v) {
+  auto ceil_div = [](unsigned __int128 a, uint64_t b) { return static_cast<uint64_t>((a + b - 1) / b); };
+  const unsigned __int128 two32 = static_cast<unsigned __int128>(1) << 32;
+  uint64_t count = ceil_div((v + 1) * two32, n) - ceil_div(v * two32, n);
+  return Fraction::from_dyadic(trace::Probability::ratio_pow2(count, 32));
+}
 
 Tracer::Tracer(const nft::NftState& state, TraceOptions options) : state_(state), options_(std::move(options)) {}
 Tracer::~Tracer() = default;

@@ -72,7 +72,15 @@ struct TraceOptions {
   std::vector<IPAddr> local_addresses;
   size_t max_outcomes = 100000;
   size_t max_depth = 64;  ///< jump depth (the kernel's limit is 16 jumps, enforced on load)
+  /// numgen random shares: false (default) exactly 1/N each, as documented and as issue 16
+  /// asks; true the kernel's reciprocal_scale split, numgen_kernel_share() (within 2^-32 of 1/N).
+  bool kernel_numgen = false;
 };
+
+/// The kernel's probability of `numgen random mod n` giving value v (0 <= v < n):
+/// reciprocal_scale(r, n) = (r * n) >> 32 over the 2^32 values of r, i.e.
+/// (ceil((v+1) 2^32 / n) - ceil(v 2^32 / n)) / 2^32.
+Fraction numgen_kernel_share(uint32_t n, uint32_t v);
 
 struct Step {
   enum Kind : uint8_t { Rule, Policy, Unknown };
