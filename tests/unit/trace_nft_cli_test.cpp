@@ -104,6 +104,23 @@ TEST(TraceNftCli, ListingAndSnapshotWithBackend) {
   EXPECT_NE(r.out.find("p = 715827883/2147483648"), std::string::npos) << r.out;
 }
 
+TEST(TraceNftCli, SnapshotInNftablesModeIsTracedAsNftables) {
+  // Without --backend, the snapshot's KubeProxyConfiguration.mode decides, as on a node.
+  std::string dir = temp_dir("trace-nft-mode");
+  for (const char* f : {"endpointslices.json", "nodes.yaml", "services.yaml"})
+    write_file(dir + "/" + f, read_file(source_path(std::string("fixtures/example/") + f)));
+  std::string conf = read_file(source_path("fixtures/example/kube-proxy.yaml"));
+  size_t p = conf.find("mode: iptables");
+  ASSERT_NE(p, std::string::npos);
+  conf.replace(p, 14, "mode: nftables");
+  write_file(dir + "/kube-proxy.yaml", conf);
+  auto r = run({bin_path("kpc"), "trace", dir, "--src", "10.244.1.5", "--dst", "10.96.30.30", "--dport", "9000",
+                "--from", "pod", "--in-iface", "cbr0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("compiled the snapshot with the nftables back end"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("p = 1/3"), std::string::npos) << r.out;
+}
+
 TEST(TraceNftCli, BadFileIsALocatedErrorExitTwo) {
   std::string dir = temp_dir("trace-nft-bad");
   write_file(dir + "/bad.nft", "add table ip t\nadd rule ip t missing accept\n");

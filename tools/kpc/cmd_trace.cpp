@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/trace_nft.h"
 #include "verifier/state/state.h"
@@ -256,6 +257,21 @@ int run(const TraceCliOptions& o) {
   // nftables input, told from its first command (unless --backend says iptables).
   if (!o.backend_given && !input.directory && !input.rules && looks_like_nft(input.text.view()))
     return run_nft(o, input.text.view());
+  // A snapshot without --backend: its KubeProxyConfiguration.mode decides, as on a node (read
+  // first only when the text can name nftables; errors are reported by the path taken).
+  if (!o.backend_given && !input.rules &&
+      (input.directory || input.text.view().find("nftables") != std::string_view::npos)) {
+    SourceManager sm;
+    DiagSink quiet;
+    Snapshot snap;
+    LoadOptions lo;
+    lo.max_input_size = o.max_input_size;
+    lo.node_name = o.node;
+    bool ok = input.directory ? load_snapshot({input.path}, lo, sm, &snap, quiet)
+                              : load_snapshot_text({{input.path, std::string(input.text.view())}}, lo, sm, &snap, quiet);
+    if (ok && snap.config.mode == ProxyMode::NFTables)
+      return run_nft(o, input.directory ? std::nullopt : std::optional<std::string_view>(input.text.view()));
+  }
   if (o.version_given) return bad("--kube-proxy-version is for nftables (--backend nftables)");
   if (o.numgen_given) return bad("--numgen is for nftables input");
   RuleInputOptions ri;
