@@ -11,6 +11,9 @@
 //                whose connection was source-NATed (ct status snat: masquerade);
 //   input:       packets delivered locally;
 //   output:      ICMP destination-unreachable the node sends (nft's reject).
+// Every connection has a source port of its own (an ephemeral port reused by a later flow toward
+// the same endpoint would clash with the earlier connection's reply tuple, and the kernel would
+// remap the port: a source NAT no rule asked for).
 // The tracer, given the same node addresses (its fib ... type local and routing assumptions),
 // must predict exactly that: the set of DNAT destinations (every branch seen), masquerading,
 // local delivery, reject or drop.
@@ -35,12 +38,12 @@ namespace nt = verifier::nft_trace;
 
 const char* kSender = R"(
 import socket, sys, time
-src, dst, port, n, proto = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+src, dst, port, n, proto, base = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 keep = []
 for i in range(n):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if proto == "TCP" else socket.SOCK_DGRAM)
     s.setblocking(False)
-    s.bind((src, 0))
+    s.bind((src, base + i))
     try:
         if proto == "TCP":
             s.connect((dst, port))
@@ -199,7 +202,8 @@ TEST_P(NftTraceKernel, FlowsMatchTheKernel) {
       ASSERT_TRUE(sh(node, "nft flush set ip probe seen && nft flush set ip probe masq && "
                            "nft flush set ip probe local && nft flush set ip probe rej"));
       const Netns& from = p.origin == nt::Origin::Node ? node : client;
-      auto sent = from.exec({"python3", "-c", kSender, src, dst, std::to_string(port), "40", proto});
+      auto sent = from.exec({"python3", "-c", kSender, src, dst, std::to_string(port), "40", proto,
+                              std::to_string(20000 + 40 * compared)});
       ASSERT_EQ(sent.exit_code, 0) << sent.err;
       std::set<std::string> seen = elements(node, "seen"), masq = elements(node, "masq"),
                             local = elements(node, "local"), rej = elements(node, "rej");

@@ -303,6 +303,41 @@ TEST(NftTrace, CtStateAndStatus) {
   EXPECT_EQ(run(s, p).outcomes[0].verdict, Verdict::Accept);
 }
 
+TEST(NftTrace, AGotoCycleIsUnknownNotEndless) {
+  auto s = load(std::string(kTable) +
+                "add chain ip t f { type filter hook forward priority 0 ; }\n"
+                "add chain ip t a\nadd chain ip t b\n"
+                "add rule ip t f goto a\nadd rule ip t a counter\n");
+  // The model refuses cycles; build one behind its back.
+  vn::Chain* b = s.tables[0].find_chain("b");
+  vn::Chain* a = s.tables[0].find_chain("a");
+  ASSERT_TRUE(a && b);
+  a->rules.push_back(a->rules[0]);
+  a->rules.back().canonical = "goto b";
+  b->rules.push_back(a->rules[0]);
+  b->rules.back().canonical = "goto a";
+  auto r = run(s, pkt("1.2.3.4", "10.0.0.1", 80));
+  ASSERT_EQ(r.outcomes.size(), 1u);
+  EXPECT_EQ(r.outcomes[0].verdict, Verdict::Unknown);
+  EXPECT_NE(r.outcomes[0].unknown_reason.find("goto cycle"), std::string::npos);
+}
+
+TEST(NftTrace, ChainsBeforeConntrackSeeNoEntry) {
+  // At raw priority (-300) the packet has no conntrack entry yet: ct state reads invalid.
+  auto s = load(std::string(kTable) +
+                "add chain ip t raw { type filter hook prerouting priority -300 ; }\n"
+                "add rule ip t raw ct state invalid drop\n");
+  EXPECT_EQ(run(s, pkt("1.2.3.4", "10.0.0.1", 80)).outcomes[0].verdict, Verdict::Drop);
+  auto s2 = load(std::string(kTable) +
+                 "add chain ip t pre { type filter hook prerouting priority -150 ; }\n"
+                 "add rule ip t pre ct state invalid drop\n");
+  EXPECT_EQ(run(s2, pkt("1.2.3.4", "10.0.0.1", 80)).outcomes[0].verdict, Verdict::Accept);
+  auto s3 = load(std::string(kTable) +
+                 "add chain ip t pre { type filter hook prerouting priority -200 ; }\n"
+                 "add rule ip t pre ct state invalid drop\n");
+  EXPECT_EQ(run(s3, pkt("1.2.3.4", "10.0.0.1", 80)).outcomes[0].verdict, Verdict::Unknown);
+}
+
 TEST(NftTrace, ServiceNamesFromKubeProxyChains) {
   EXPECT_EQ(service_from_chain("service-ULMVA6XW-ns1/svc1/tcp/p80"), "ns1/svc1:p80");
   EXPECT_EQ(service_from_chain("endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80"), "ns1/svc1:p80");

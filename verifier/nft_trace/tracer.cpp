@@ -46,6 +46,11 @@ struct Frame {
 };
 
 enum class Tri : uint8_t { False, True, Unknown };
+
+// A path longer than this is a loop the state let through (the nft model refuses jump and
+// goto cycles, but a state built otherwise may hold one): Unknown, never an endless trace.
+constexpr size_t kMaxRulesPerPath = 100000;
+constexpr int kConntrackPriority = -200;  // NF_IP_PRI_CONNTRACK
 enum class Flow : uint8_t { NextRule, Continue, StageDone, Finished };
 
 struct Exec {
@@ -73,6 +78,7 @@ struct Exec {
   bool step_recorded = false;
   std::optional<uint32_t> numgen;
   std::string note;
+  size_t evaluated = 0;  ///< rules read on this path (a goto cycle never grows the stack)
 };
 
 const char* proto_canonical(uint64_t p) {
@@ -285,9 +291,25 @@ struct Tracer::Impl {
         v->num = *e.numgen;
         return Got::Value;
       case Field::CtState:
-      case Field::CtStatus:
+      case Field::CtStatus: {
+        // Conntrack attaches at priority -200 in prerouting and output: a chain before it sees
+        // no conntrack entry (ct state reads "invalid", other ct keys break the rule); one at
+        // -200 exactly runs before or after it by registration order. A packet coming back in
+        // on lo still carries the entry of its way out.
+        const Stage& st = e.plan[e.stage];
+        if ((st.hook == Hook::Prerouting && !st.loopback) || st.hook == Hook::Output) {
+          int prio = st.chain->priority;
+          if (prio == kConntrackPriority)
+            return *why = "a chain at priority -200 runs before or after conntrack", Got::Unknown;
+          if (prio < kConntrackPriority) {
+            if (f == Field::CtStatus) return Got::Absent;
+            v->num = ir::kCtInvalid;
+            return Got::Value;
+          }
+        }
         v->num = e.ct;
         return Got::Value;
+      }
     }
     return Got::Unknown;
   }
@@ -709,6 +731,10 @@ struct Tracer::Impl {
           ++e.stage;
         }
         continue;
+      }
+      if (++e.evaluated > kMaxRulesPerPath) {
+        unknown(e, "more than " + std::to_string(kMaxRulesPerPath) + " rules on one path (a goto cycle?)");
+        return;
       }
       const nft::Rule& r = f.chain->rules[f.next++];
       e.rule = &r;
