@@ -81,6 +81,26 @@ TEST(NftTrace, FilterAtMinus110RunsBeforeDnatAtMinus100) {
   EXPECT_EQ(r.outcomes[0].dnat_text, "10.0.0.5:80");
 }
 
+TEST(NftTrace, InetAndIpTablesShareTheHookAndIp6TablesDoNot) {
+  auto s = load("add table inet fw\nadd table ip t\nadd table ip6 six\n"
+                "add chain ip t f { type filter hook forward priority 0 ; }\n"
+                "add rule ip t f mark set mark or 0x1\n"
+                "add chain inet fw f { type filter hook forward priority -5 ; }\n"
+                "add rule inet fw f meta mark 0x1 drop\n"
+                "add rule inet fw f ip daddr 10.0.0.9 accept\n"
+                "add rule inet fw f mark set mark or 0x2\n"
+                "add chain ip6 six f { type filter hook forward priority -10 ; }\n"
+                "add rule ip6 six f drop\n");
+  // inet (-5) runs before ip (0): the mark the ip chain sets comes too late to drop.
+  auto r = run(s, pkt("1.2.3.4", "10.0.0.1", 80));
+  ASSERT_EQ(r.outcomes.size(), 1u);
+  EXPECT_EQ(r.outcomes[0].verdict, Verdict::Accept);
+  EXPECT_EQ(r.outcomes[0].final_mark, 0x3u);
+  // accept in the inet chain ends only that chain: the ip chain still marks.
+  r = run(s, pkt("1.2.3.4", "10.0.0.9", 80));
+  EXPECT_EQ(r.outcomes[0].final_mark, 0x1u);
+}
+
 TEST(NftTrace, AcceptEndsOnlyItsBaseChainAndNatStopsAtTheFirstBinding) {
   auto s = load(std::string(kTable) +
                 "add chain ip t a { type filter hook forward priority 0 ; }\n"
