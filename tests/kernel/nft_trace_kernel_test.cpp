@@ -1,7 +1,8 @@
 // The nft tracer against the real kernel (issue 16 §3): kpc's nftables program for a few of
 // kube-proxy's packet-flow fixtures (TestInternalExternalMasquerade: 27 flows from pods, the
 // node and external hosts to ClusterIPs, NodePorts and load balancers; TestLoadBalancer,
-// TestNoEndpointsReject, TestClusterIPGeneral, TestExternalTrafficPolicyLocal, TestNodePorts)
+// TestNoEndpointsReject, TestClusterIPGeneral, TestExternalTrafficPolicyLocal, TestNodePorts in
+// both families)
 // is loaded with the real `nft -f` into a "node" network namespace that has the fixture's node
 // addresses, IP forwarding and a veth link to a "client" namespace holding every other source
 // address. For every TCP/UDP flow, 40 connections (40 independent numgen draws) are opened
@@ -41,7 +42,8 @@ import socket, sys, time
 src, dst, port, n, proto, base = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 keep = []
 for i in range(n):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if proto == "TCP" else socket.SOCK_DGRAM)
+    fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM if proto == "TCP" else socket.SOCK_DGRAM)
     s.setblocking(False)
     s.bind((src, base + i))
     try:
@@ -55,27 +57,40 @@ for i in range(n):
 time.sleep(0.1)
 )";
 
-const char* kProbe = R"(table ip probe {
-  set seen { type ipv4_addr . inet_service ; flags dynamic ; }
-  set masq { type ipv4_addr . inet_service ; flags dynamic ; }
-  set local { type ipv4_addr . inet_service ; flags dynamic ; }
-  set rej { type ipv4_addr ; flags dynamic ; }
+// The probe table; FAM/ADDR/IP/ICMP are replaced for IPv4 (ip, ipv4_addr, ip, icmp) or IPv6.
+const char* kProbe = R"(table FAM probe {
+  set seen { type ADDR . inet_service ; flags dynamic ; }
+  set masq { type ADDR . inet_service ; flags dynamic ; }
+  set local { type ADDR . inet_service ; flags dynamic ; }
+  set rej { type ADDR ; flags dynamic ; }
   chain post { type filter hook postrouting priority 300 ; policy accept ;
-    ct direction original meta l4proto { tcp, udp } add @seen { ip daddr . th dport }
-    ct direction original meta l4proto { tcp, udp } ct status snat add @masq { ip daddr . th dport }
+    ct direction original meta l4proto { tcp, udp } add @seen { IP daddr . th dport }
+    ct direction original meta l4proto { tcp, udp } ct status snat add @masq { IP daddr . th dport }
   }
   chain in { type filter hook input priority 300 ; policy accept ;
-    ct direction original meta l4proto { tcp, udp } add @local { ip daddr . th dport }
+    ct direction original meta l4proto { tcp, udp } add @local { IP daddr . th dport }
   }
   chain out { type filter hook output priority 300 ; policy accept ;
-    icmp type destination-unreachable add @rej { ip daddr }
+    ICMP type destination-unreachable add @rej { IP daddr }
   }
 }
 )";
 
-// "a . p, b . q" elements of a probe set as "a:p" strings.
-std::set<std::string> elements(const Netns& ns, const std::string& set) {
-  auto r = ns.exec({"nft", "list", "set", "ip", "probe", set});
+std::string probe_for(bool v6) {
+  std::string p = kProbe;
+  auto sub = [&](const std::string& from, const std::string& to) {
+    for (size_t i = p.find(from); i != std::string::npos; i = p.find(from, i + to.size())) p.replace(i, from.size(), to);
+  };
+  sub("FAM", v6 ? "ip6" : "ip");
+  sub("ADDR", v6 ? "ipv6_addr" : "ipv4_addr");
+  sub("ICMP", v6 ? "icmpv6" : "icmp");
+  sub("IP daddr", v6 ? "ip6 daddr" : "ip daddr");
+  return p;
+}
+
+// "a . p, b . q" elements of a probe set as "a:p" / "[a]:p" strings.
+std::set<std::string> elements(const Netns& ns, const std::string& fam, const std::string& set) {
+  auto r = ns.exec({"nft", "list", "set", fam, "probe", set});
   std::set<std::string> out;
   size_t b = r.out.find("elements = {");
   if (b == std::string::npos) return out;
@@ -85,7 +100,13 @@ std::set<std::string> elements(const Netns& ns, const std::string& set) {
     std::string w(trim(part));
     if (w.empty()) continue;
     size_t dot = w.find(" . ");
-    out.insert(dot == std::string::npos ? w : w.substr(0, dot) + ":" + w.substr(dot + 3));
+    if (dot == std::string::npos) {
+      out.insert(w);
+      continue;
+    }
+    auto a = IPAddr::parse(w.substr(0, dot));
+    out.insert(a ? verifier::trace::host_port(*a, static_cast<uint16_t>(std::stoi(w.substr(dot + 3))))
+                 : w.substr(0, dot) + ":" + w.substr(dot + 3));
   }
   return out;
 }
@@ -103,31 +124,38 @@ TEST_P(NftTraceKernel, FlowsMatchTheKernel) {
   if (run({"nft", "--version"}).exit_code != 0) GTEST_SKIP() << "nft is not installed";
   if (run({"python3", "-c", "pass"}).exit_code != 0) GTEST_SKIP() << "python3 is not installed";
   const std::string fixture = source_path(std::string("fixtures/") + GetParam());
+  const bool v6 = YAML::LoadFile(fixture + "/case.yaml")["family"].as<std::string>() == "ipv6";
+  const IPFamily family = v6 ? IPFamily::V6 : IPFamily::V4;
+  const std::string fam = v6 ? "ip6" : "ip", host = v6 ? "/128" : "/32", nodad = v6 ? " nodad" : "";
+  const std::string node_ip = v6 ? "2001:db8::1" : "192.168.0.2", gw = v6 ? "2001:db8::ff" : "192.168.0.1",
+                    plen = v6 ? "/64" : "/24";
 
   // kpc's program: a full sync of the fixture's snapshot.
   SourceManager sm;
   DiagSink diags;
   Snapshot snap;
   ASSERT_TRUE(load_snapshot({fixture + "/snapshot.yaml"}, LoadOptions{}, sm, &snap, diags)) << diags.render(sm);
-  auto compiled = compile_nftables(snap, IPFamily::V4, NftOptions{}, diags);
+  auto compiled = compile_nftables(snap, family, NftOptions{}, diags);
   ASSERT_TRUE(compiled) << diags.render(sm);
 
   YAML::Node flows = YAML::LoadFile(fixture + "/kubeproxy/packet-flows.yaml");
   std::vector<std::string> node_ips;
   for (const auto& ip : flows["localIPs"])
-    if (ip.as<std::string>().find(':') == std::string::npos) node_ips.push_back(ip.as<std::string>());
+    if ((ip.as<std::string>().find(':') != std::string::npos) == v6) node_ips.push_back(ip.as<std::string>());
 
   Netns node, client;
   ASSERT_TRUE(node.ok() && client.ok());
   ASSERT_TRUE(sh(node, "ip link add eth0 type veth peer name c0 && ip link set c0 netns " + client.name()));
-  std::string setup = "ip link set lo up && ip link set eth0 up && ip addr add 192.168.0.2/24 dev eth0";
+  std::string setup = "ip link set lo up && ip link set eth0 up && ip addr add " + node_ip + plen + " dev eth0" + nodad;
   for (const auto& ip : node_ips)
-    if (ip != "192.168.0.2") setup += " && ip addr add " + ip + "/32 dev eth0";
-  setup += " && ip route add default via 192.168.0.1 dev eth0 src 192.168.0.2"
-           " && sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.eth0.rp_filter=0"
-           " net.ipv4.icmp_ratelimit=0";  // every reject answered (no per-peer ICMP rate limit)
+    if (ip != node_ip) setup += " && ip addr add " + ip + host + " dev eth0" + nodad;
+  setup += " && ip route add default via " + gw + " dev eth0 src " + node_ip;
+  // Forwarding on, no reverse-path filter, every reject answered (no per-peer ICMP rate limit).
+  setup += v6 ? " && sysctl -qw net.ipv6.conf.all.forwarding=1 net.ipv6.icmp.ratelimit=0"
+              : " && sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.eth0.rp_filter=0"
+                " net.ipv4.icmp_ratelimit=0";
   ASSERT_TRUE(sh(node, setup));
-  std::string csetup = "ip link set lo up && ip link set c0 up && ip addr add 192.168.0.1/24 dev c0";
+  std::string csetup = "ip link set lo up && ip link set c0 up && ip addr add " + gw + plen + " dev c0" + nodad;
   std::set<std::string> sources;
   for (const auto& t : flows["tests"])
     for (const auto& fl : t["flows"]) sources.insert(fl["sourceIP"].as<std::string>());
@@ -135,19 +163,20 @@ TEST_P(NftTraceKernel, FlowsMatchTheKernel) {
   for (const auto& t : flows["tests"])
     for (const auto& fl : t["flows"]) dests.insert(fl["destIP"].as<std::string>());
   for (const auto& src : sources) {
-    if (std::find(node_ips.begin(), node_ips.end(), src) != node_ips.end() || src == "192.168.0.1") continue;
+    if (std::find(node_ips.begin(), node_ips.end(), src) != node_ips.end() || src == gw) continue;
     if (dests.count(src)) {
       sources_as_dst.insert(src);
       continue;
     }
     client_addrs.insert(src);
-    csetup += " && ip addr add " + src + "/32 dev c0";
+    csetup += " && ip addr add " + src + host + " dev c0" + nodad;
   }
-  csetup += " && ip route add default via 192.168.0.2 dev c0 && sysctl -qw net.ipv4.conf.all.rp_filter=0";
+  csetup += " && ip route add default via " + node_ip + " dev c0";
+  if (!v6) csetup += " && sysctl -qw net.ipv4.conf.all.rp_filter=0";
   ASSERT_TRUE(sh(client, csetup));
   auto load = node.exec({"nft", "-f", "-"}, compiled->text);
   ASSERT_EQ(load.exit_code, 0) << load.err;
-  auto probe = node.exec({"nft", "-f", "-"}, kProbe);
+  auto probe = node.exec({"nft", "-f", "-"}, probe_for(v6));
   ASSERT_EQ(probe.exit_code, 0) << probe.err;
 
   // The tracer over the model of the same program, with the node's addresses.
@@ -157,7 +186,7 @@ TEST_P(NftTraceKernel, FlowsMatchTheKernel) {
   nt::TraceOptions topt;
   for (const auto& ip : node_ips) topt.local_addresses.push_back(*IPAddr::parse(ip));
   nt::Tracer tracer(state, topt);
-  auto pod_cidr = CIDR::parse("10.0.0.0/8");
+  auto pod_cidr = CIDR::parse(v6 ? "fd00:10::/64" : "10.0.0.0/8");
 
   size_t compared = 0, agreed = 0, skipped = 0;
   for (const auto& t : flows["tests"]) {
@@ -196,17 +225,17 @@ TEST_P(NftTraceKernel, FlowsMatchTheKernel) {
         want_masq = want_masq || o.masquerade;
         if (o.verdict != nt::Verdict::Accept) continue;
         if (o.route == "local") want_local = true;
-        else want_seen.insert(o.dnat ? o.dnat_text : dst + ":" + std::to_string(port));
+        else want_seen.insert(o.dnat ? o.dnat_text : verifier::trace::host_port(p.dst, p.dport));
       }
 
-      ASSERT_TRUE(sh(node, "nft flush set ip probe seen && nft flush set ip probe masq && "
-                           "nft flush set ip probe local && nft flush set ip probe rej"));
+      ASSERT_TRUE(sh(node, "nft flush set " + fam + " probe seen && nft flush set " + fam + " probe masq && nft flush set " +
+                               fam + " probe local && nft flush set " + fam + " probe rej"));
       const Netns& from = p.origin == nt::Origin::Node ? node : client;
       auto sent = from.exec({"python3", "-c", kSender, src, dst, std::to_string(port), "40", proto,
                               std::to_string(20000 + 40 * compared)});
       ASSERT_EQ(sent.exit_code, 0) << sent.err;
-      std::set<std::string> seen = elements(node, "seen"), masq = elements(node, "masq"),
-                            local = elements(node, "local"), rej = elements(node, "rej");
+      std::set<std::string> seen = elements(node, fam, "seen"), masq = elements(node, fam, "masq"),
+                            local = elements(node, fam, "local"), rej = elements(node, fam, "rej");
       if (want_local) seen.clear();  // node -> local also leaves through postrouting (lo)
       ++compared;
       std::string why;
@@ -236,7 +265,8 @@ TEST_P(NftTraceKernel, FlowsMatchTheKernel) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, NftTraceKernel,
                          testing::Values("kp-nft-internal-external-masquerade-base", "kp-nft-load-balancer",
                                          "kp-nft-no-endpoints-reject", "kp-nft-cluster-ip-general",
-                                         "kp-nft-external-traffic-policy-local", "kp-nft-node-ports-ipv4"),
+                                         "kp-nft-external-traffic-policy-local", "kp-nft-node-ports-ipv4",
+                                         "kp-nft-node-ports-ipv6"),
                          [](const testing::TestParamInfo<const char*>& i) {
                            std::string n = i.param;
                            for (char& c : n)
