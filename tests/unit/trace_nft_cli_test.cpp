@@ -133,6 +133,12 @@ TEST(TraceNftCli, BadFileIsALocatedErrorExitTwo) {
   r = run({bin_path("kpc"), "trace", source_path(kNft), "--src", "1.2.3.4", "--dst", "5.6.7.8", "--dport", "80",
            "--kube-proxy-test"});
   EXPECT_EQ(r.exit_code, 2);
+  r = run({bin_path("kpc"), "trace", source_path(kNft), "--src", "1.2.3.4", "--dst", "5.6.7.8", "--dport", "80",
+           "--ctmark", "1"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = run({bin_path("kpc"), "trace", source_path(kNft), "--src", "1.2.3.4", "--dst", "5.6.7.8", "--dport", "80",
+           "--in-bridge-port", "veth1"});
+  EXPECT_EQ(r.exit_code, 2);
   r = run({bin_path("kpc"), "trace", source_path(kNft), "--src", "fd00::1", "--dst", "5.6.7.8", "--dport", "80"});
   EXPECT_EQ(r.exit_code, 2);
   // --backend iptables forces the iptables reader: nft text is then not a rule file.

@@ -170,6 +170,10 @@ int run_nft(const TraceCliOptions& o, std::optional<std::string_view> text) {
   if (!o.ipsets.empty()) return bad("--ipsets is for iptables rules (nftables input has its sets)");
   if (o.flavor_given) return bad("--flavor is for iptables rules (not nftables input)");
   if (o.jumps_given) return bad("--jumps is for iptables rules (not nftables input)");
+  if (!o.in_bridge_port.empty() || !o.out_bridge_port.empty() || o.no_bridge_port || o.routed)
+    return bad("bridge ports (--in-bridge-port, --out-bridge-port, --no-bridge-port, --routed) are for iptables "
+               "rules (-m physdev; not nftables input)");
+  if (!o.ctmark.empty()) return bad("--ctmark is for iptables rules (not nftables input: ct mark is not modelled)");
   NftTraceRequest r;
   r.rules = o.rules;
   r.text = text;
