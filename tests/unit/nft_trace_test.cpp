@@ -358,6 +358,30 @@ TEST(NftTrace, ChainsBeforeConntrackSeeNoEntry) {
   EXPECT_EQ(run(s3, pkt("1.2.3.4", "10.0.0.1", 80)).outcomes[0].verdict, Verdict::Unknown);
 }
 
+TEST(NftRuleModel, EveryPrefixOfARuleReadsWithoutHarm) {
+  // Truncated rules (what a hostile or broken listing holds) read into statements or one
+  // Unknown, never past the text.
+  const char* rules[] = {
+      "ip daddr . meta l4proto . th dport vmap @service-ips",
+      "numgen random mod 2 vmap { 0 : goto a, 1 : goto b }",
+      "counter packets 10 bytes 20 meta mark & 0x00004000 == 0x00000000 return",
+      "ip saddr != { 203.0.113.0/25, 10.0.0.1 } log prefix \"x\" level warn drop",
+      "meta l4proto tcp dnat to 10.180.0.1:80 comment \"c\"",
+      "update @aff { ip saddr } ct state established,related accept",
+      "fib saddr type local jump mark-for-masquerade",
+  };
+  for (const char* r : rules) {
+    std::string t = r;
+    for (size_t n = 0; n <= t.size(); ++n) {
+      RuleModel m = read_rule(std::string_view(t).substr(0, n), true);
+      for (const auto& st : m.stmts) EXPECT_LE(st.text.size(), n);
+    }
+    RuleModel full = read_rule(t, true);
+    ASSERT_FALSE(full.stmts.empty());
+    for (const auto& st : full.stmts) EXPECT_NE(st.kind, Stmt::Unknown) << r << ": " << st.text;
+  }
+}
+
 TEST(NftTrace, ServiceNamesFromKubeProxyChains) {
   EXPECT_EQ(service_from_chain("service-ULMVA6XW-ns1/svc1/tcp/p80"), "ns1/svc1:p80");
   EXPECT_EQ(service_from_chain("endpoint-5OJB2KTY-ns1/svc1/tcp/p80__10.180.0.1/80"), "ns1/svc1:p80");

@@ -390,6 +390,7 @@ class Reader {
         p_ += 2;
         if (!is("bytes")) throw Stop{};
         p_ += 2;
+        if (p_ > end_) throw Stop{};
       }
       return s;
     }
