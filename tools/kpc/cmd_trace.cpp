@@ -2,12 +2,14 @@
 //   [--from pod|node|external] [--local-address IP...] [--in-iface IF] [--out-iface IF]
 //   [--in-bridge-port P | --no-bridge-port] [--out-bridge-port P | --routed]
 //   [--mark V] [--ctstate S] [--affinity new|KUBE-SEP-...|IP:PORT] [--jumps auto|yes|no]
-//   [--backend iptables|ip6tables] [--flavor legacy|nft] [--format text|json] [--kube-proxy-test]`
+//   [--backend iptables|ip6tables|nftables] [--flavor legacy|nft] [--format text|json] [--kube-proxy-test]`
 //
 // Loads RULES (an iptables-save dump or a restore program, applied with --noflush to an
 // empty state) and traces one packet through it (verifier/trace/tracer.h): every
 // outcome with its exact probability, verdict, DNAT destination, masquerading, final
-// mark and rule path. Exit 0 traced, 2 bad input.
+// mark and rule path. Exit 0 traced, 2 bad input. nftables input (a knftables transaction,
+// an `nft list` dump; detected from the content, or --backend nftables, which also compiles
+// a snapshot with the nftables back end) goes to cmd_trace_nft.cpp.
 #include <algorithm>
 #include <set>
 #include <cstdio>
@@ -18,7 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/trace_nft.h"
 #include "verifier/state/state.h"
 #include "verifier/trace/tracer.h"
 
@@ -48,6 +52,10 @@ struct TraceCliOptions {
   std::string expect_masquerade;         ///< yes / no, for every outcome
   uint64_t max_input_size = kDefaultMaxInputSize;
   std::string node;  ///< --node: when RULES is a snapshot
+  std::string kube_proxy_version = "1.35";  ///< nftables: the layout a snapshot is compiled with
+  bool flavor_given = false, jumps_given = false, version_given = false;
+  std::string numgen = "uniform";  ///< nftables: numgen shares (uniform 1/N, or the kernel's split)
+  bool numgen_given = false;
 };
 
 int bad(const std::string& msg) {
@@ -157,8 +165,39 @@ std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::T
   return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
+int run_nft(const TraceCliOptions& o, std::optional<std::string_view> text) {
+  if (o.kube_proxy_test) return bad("--kube-proxy-test reads iptables rules only (not nftables input)");
+  if (!o.ipsets.empty()) return bad("--ipsets is for iptables rules (nftables input has its sets)");
+  if (o.flavor_given) return bad("--flavor is for iptables rules (not nftables input)");
+  if (o.jumps_given) return bad("--jumps is for iptables rules (not nftables input)");
+  if (!o.in_bridge_port.empty() || !o.out_bridge_port.empty() || o.no_bridge_port || o.routed)
+    return bad("bridge ports (--in-bridge-port, --out-bridge-port, --no-bridge-port, --routed) are for iptables "
+               "rules (-m physdev; not nftables input)");
+  if (!o.ctmark.empty()) return bad("--ctmark is for iptables rules (not nftables input: ct mark is not modelled)");
+  NftTraceRequest r;
+  r.rules = o.rules;
+  r.text = text;
+  r.src = o.src, r.dst = o.dst, r.proto = o.proto, r.from = o.from;
+  r.dport = o.dport, r.sport = o.sport;
+  r.local_addresses = o.local_addresses;
+  r.in_iface = o.in_iface, r.out_iface = o.out_iface, r.mark = o.mark, r.ctstate = o.ctstate;
+  r.affinity = o.affinity;
+  r.affinity_age = o.affinity_age;
+  r.format = o.format;
+  r.max_outcomes = o.max_outcomes;
+  r.expect_dnat = o.expect_dnat;
+  r.expect_verdict = o.expect_verdict;
+  r.expect_masquerade = o.expect_masquerade;
+  r.max_input_size = o.max_input_size;
+  r.node = o.node;
+  r.kube_proxy_version = o.kube_proxy_version;
+  r.kernel_numgen = o.numgen == "kernel";
+  return run_trace_nft(r);
+}
+
 int run(const TraceCliOptions& o) {
   using namespace verifier::trace;
+  if (o.backend == "nftables") return run_nft(o, std::nullopt);
   IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
   verifier::Flavor flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
 
@@ -219,6 +258,26 @@ int run(const TraceCliOptions& o) {
   verifier::RulesetState state;
   RuleInput input;
   if (!open_rule_input(o.rules, o.max_input_size, &input)) return kExitError;
+  // nftables input, told from its first command (unless --backend says iptables).
+  if (!o.backend_given && !input.directory && !input.rules && looks_like_nft(input.text.view()))
+    return run_nft(o, input.text.view());
+  // A snapshot without --backend: its KubeProxyConfiguration.mode decides, as on a node (read
+  // first only when the text can name nftables; errors are reported by the path taken).
+  if (!o.backend_given && !input.rules &&
+      (input.directory || input.text.view().find("nftables") != std::string_view::npos)) {
+    SourceManager sm;
+    DiagSink quiet;
+    Snapshot snap;
+    LoadOptions lo;
+    lo.max_input_size = o.max_input_size;
+    lo.node_name = o.node;
+    bool ok = input.directory ? load_snapshot({input.path}, lo, sm, &snap, quiet)
+                              : load_snapshot_text({{input.path, std::string(input.text.view())}}, lo, sm, &snap, quiet);
+    if (ok && snap.config.mode == ProxyMode::NFTables)
+      return run_nft(o, input.directory ? std::nullopt : std::optional<std::string_view>(input.text.view()));
+  }
+  if (o.version_given) return bad("--kube-proxy-version is for nftables (--backend nftables)");
+  if (o.numgen_given) return bad("--numgen is for nftables input");
   RuleInputOptions ri;
   ri.backend = *backend_from_name(o.backend);
   ri.backend_given = o.backend_given;
@@ -321,7 +380,8 @@ void add_trace(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<TraceCliOptions>();
   CLI::App* cmd = app.add_subcommand(
       "trace",
-      "Trace one packet through a ruleset (an iptables-save dump or a restore program): every outcome with "
+      "Trace one packet through a ruleset (an iptables-save dump or a restore program, an nft transaction or "
+      "`nft list` dump, or a snapshot): every outcome with "
       "its exact probability, verdict, DNAT destination and rule path (exit 0 traced, 2 bad input)");
   cmd->add_option("rules", o->rules,
                   "iptables-save dump or restore program, or a snapshot (file or directory, compiled first) ('-' for "
@@ -365,7 +425,17 @@ void add_trace(CLI::App& app, int& exit_code) {
                   "yes, no")
       ->check(CLI::IsMember({"auto", "yes", "no"}))
       ->capture_default_str();
-  add_backend_option(cmd, o->backend);
+  cmd->add_option("--backend", o->backend,
+                  "iptables, ip6tables or nftables (default: from RULES' content; a snapshot is compiled with it)")
+      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables"}))
+      ->capture_default_str();
+  cmd->add_option("--kube-proxy-version", o->kube_proxy_version,
+                  "with --backend nftables and a snapshot: the kube-proxy release whose nftables layout to compile")
+      ->capture_default_str();
+  cmd->add_option("--numgen", o->numgen,
+                  "nftables: numgen random shares, uniform (exactly 1/N) or kernel (reciprocal_scale's split)")
+      ->check(CLI::IsMember({"uniform", "kernel"}))
+      ->capture_default_str();
   add_ipsets_option(cmd, o->ipsets);
   add_flavor_option(cmd, o->flavor, "legacy or nft (how RULES is loaded)");
   add_format_option(cmd, o->format);
@@ -385,9 +455,16 @@ void add_trace(CLI::App& app, int& exit_code) {
       "  kpc trace v4.restore --src 10.244.1.50 --dst 10.96.30.30 --dport 9000 --from pod --in-iface cbr0\n"
       "  kpc trace cluster/ --src 203.0.113.7 --dst 192.168.0.10 --dport 30080    (a snapshot, compiled first)\n"
       "  kpc trace node.save --src 10.0.0.1 --dst 10.96.0.1 --dport 443 --ipsets sets.save --affinity new\n"
+      "  kpc trace ruleset.nft --src 10.0.0.1 --dst 10.96.0.1 --dport 443 --from pod   (nft list ruleset / kpc "
+      "compile --backend nftables)\n"
+      "  kpc trace cluster/ --backend nftables --src 10.0.0.1 --dst 10.96.0.1 --dport 443\n"
       "Exit codes: 0 traced (also when outcomes are unknown), 2 bad input.");
   cmd->callback([cmd, o, &exit_code] {
     o->backend_given = cmd->count("--backend") > 0;
+    o->flavor_given = cmd->count("--flavor") > 0;
+    o->jumps_given = cmd->count("--jumps") > 0;
+    o->version_given = cmd->count("--kube-proxy-version") > 0;
+    o->numgen_given = cmd->count("--numgen") > 0;
     exit_code = run(*o);
   });
 }
