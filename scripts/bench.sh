@@ -34,6 +34,10 @@ measure "kpc simulate --backend nftables full.nft" "$B/kpc" simulate --backend n
 measure "kpc simulate --backend nftables --state full.list (re-print)" \
   "$B/kpc" simulate --backend nftables --state "$OUT/full.list" -o /dev/null
 
+echo "== The IPVS back end at 10,000 Services (docs/performance.md, issue 17)"
+"$B/kpc_bench_ipvs"
+measure "kpc compile cluster.json --backend ipvs" "$B/kpc" compile "$OUT/cluster.json" --backend ipvs -o "$OUT/ipvs"
+
 if [ "${1:-}" != "--no-kernel" ] && [ "$(id -u)" = 0 ]; then
   echo "== Real iptables-restore loading the same program (fresh namespace)"
   ns=kpc-bench-$$
