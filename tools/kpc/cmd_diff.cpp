@@ -108,7 +108,10 @@ int run(const DiffOptions& o) {
     for (const auto& w : inferred) head += "  local address " + w + "\n";
     report = head + report;
   }
-  std::fputs(report.c_str(), stdout);
+  if (o.format == "json")
+    print_json_text(report);
+  else
+    std::fputs(report.c_str(), stdout);
   if (!r.self_check_failures.empty()) return kExitInternal;
   return r.equivalent() ? kExitOk : kExitDifferent;
 }

@@ -43,12 +43,12 @@ int run(const DriftCliOptions& o) {
   if (load_snapshot(o.inputs, lo, sm, &snap, diags) && check_configured_mode(snap, o.backend_given, backend, diags))
     full = compile_iptables(snap, backend, {}, diags);
   diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
+  print_diagnostics(diags, sm);
   if (!full) return kExitError;
   verifier::RulesetState actual;
   std::string error;
   if (!read_state(o.state, family, flavor, o.max_input_size, &actual, &error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+    print_error(error);
     return kExitError;
   }
   std::vector<IPAddr> derived, local;
@@ -64,7 +64,7 @@ int run(const DriftCliOptions& o) {
   dopt.local_addresses = local;
   applier::DriftReport rep = applier::check_drift(actual, full->text, dopt);
   if (!rep.ok) {
-    std::fprintf(stderr, "error[E0900]: %s: %s\n", o.state.c_str(), rep.error.c_str());
+    print_error("error[E0900]: " + o.state + ": " + rep.error);
     return kExitError;
   }
   applier::DriftReportContext ctx;
@@ -77,7 +77,10 @@ int run(const DriftCliOptions& o) {
                        : o.format == "markdown" ? applier::drift_markdown(rep, ctx)
                                                 : applier::drift_text(rep, ctx);
   if (!o.output.empty() && !write_output(o.output, rep.repair)) return kExitError;
-  if (!write_output("", report)) return kExitError;
+  if (o.format == "json")
+    print_json_text(report);
+  else if (!write_output("", report))
+    return kExitError;
   if (!rep.packets.self_check_failures.empty()) return kExitInternal;
   return rep.drift() ? kExitDifferent : kExitOk;
 }

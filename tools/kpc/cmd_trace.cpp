@@ -19,6 +19,7 @@
 
 #include "tools/kpc/commands.h"
 #include "verifier/state/state.h"
+#include "verifier/symbolic/report.h"
 #include "verifier/trace/tracer.h"
 
 namespace kpc::cli {
@@ -47,7 +48,7 @@ struct TraceCliOptions {
 };
 
 int bad(const std::string& msg) {
-  std::fprintf(stderr, "kpc trace: %s\n", msg.c_str());
+  print_error("kpc trace: " + msg);
   return kExitError;
 }
 
@@ -70,15 +71,7 @@ std::string hex(uint32_t v) {
   return b;
 }
 
-nlohmann::ordered_json probability_json(const verifier::trace::Probability& p) {
-  nlohmann::ordered_json j;
-  j["decimal"] = p.decimal(10);
-  j["numerator"] = p.numerator().str();
-  j["denominator_log2"] = p.denominator_log2();
-  j["fraction"] =
-      p.denominator_log2() <= 1024 ? p.fraction() : p.numerator().str() + "/2^" + std::to_string(p.denominator_log2());
-  return j;
-}
+using verifier::symbolic::probability_json;  // the one shape of a probability in every document
 
 std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::TraceOptions& topt,
                     const verifier::trace::TraceResult& r) {
@@ -238,12 +231,12 @@ int run(const TraceCliOptions& o) {
     std::vector<std::string> locals = o.local_addresses;
     auto kp = trace_kube_proxy_test(state, o.src, o.proto, o.dst, std::to_string(o.dport), locals);
     if (o.format == "json") {
-      nlohmann::ordered_json j;
+      nlohmann::ordered_json j = json_document("kube-proxy-trace");
       j["output"] = kp.output;
       j["masq"] = kp.masq;
       j["matches"] = kp.matches;
       if (!kp.error.empty()) j["error"] = kp.error;
-      std::fputs((j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n").c_str(), stdout);
+      print_json(std::move(j));
     } else {
       std::printf("output: %s\nmasq: %s\n", kp.output.c_str(), kp.masq ? "true" : "false");
       if (!kp.error.empty()) std::printf("error: %s\n", kp.error.c_str());
@@ -264,8 +257,10 @@ int run(const TraceCliOptions& o) {
   Tracer tracer(state, topt);
   TraceResult res = tracer.trace(pkt);
   res.notes.insert(res.notes.begin(), notes.begin(), notes.end());
-  std::string out = o.format == "json" ? to_json(pkt, topt, res) : format_text(pkt, topt, res);
-  if (!write_output("", out)) return kExitError;
+  if (o.format == "json")
+    print_json_text(to_json(pkt, topt, res));
+  else if (!write_output("", format_text(pkt, topt, res)))
+    return kExitError;
   // The assertions: every outcome must meet them; an Unknown outcome meets none.
   std::vector<std::string> failed;
   std::set<std::string> dnats;

@@ -48,7 +48,7 @@ bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, 
     append_node_addresses(next_snap, backend_family(backend), local);
   }
   diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
+  print_diagnostics(diags, sm);
   if (!a || !b || !c) return false;
   *prior = std::move(a->text);
   *partial = std::move(b->text);
@@ -80,12 +80,12 @@ int run(const VerifyOptions& o) {
       return kExitError;
     }
     if (!read_state(o.state, family, flavor, o.max_input_size, &prior, &error)) {
-      std::fprintf(stderr, "%s\n", error.c_str());
+      print_error(error);
       return kExitError;
     }
     InputError err;
     if (!partial_file.load(o.partial, o.max_input_size, &err) || !full_file.load(o.full, o.max_input_size, &err)) {
-      std::fprintf(stderr, "%s\n", render(err).c_str());
+      print_input_error(err);
       return kExitError;
     }
   }
@@ -100,7 +100,10 @@ int run(const VerifyOptions& o) {
   std::string report = o.format == "json"       ? verifier::format_json(r)
                        : o.format == "markdown" ? verifier::format_markdown(r)
                                                 : verifier::format_text(r);
-  std::fputs(report.c_str(), stdout);
+  if (o.format == "json")
+    print_json_text(report);
+  else
+    std::fputs(report.c_str(), stdout);
   if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;
   if (r.behaviour && !r.behaviour->self_check_failures.empty()) return kExitInternal;
   if (r.verdict == verifier::Verdict::Identical) return kExitOk;

@@ -1,6 +1,7 @@
 #include "verifier/symbolic/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -34,10 +35,20 @@ std::vector<std::pair<std::string, std::vector<const Difference*>>> by_service(c
 
 }  // namespace
 
+nlohmann::ordered_json probability_json(const Probability& p) {
+  nlohmann::ordered_json j;
+  j["percent"] = std::round(p.to_double() * 100 * 10000) / 10000;
+  j["fraction"] =
+      p.denominator_log2() <= 1024 ? p.fraction() : p.numerator().str() + "/2^" + std::to_string(p.denominator_log2());
+  j["numerator"] = p.numerator().str();
+  j["denominator_log2"] = p.denominator_log2();
+  j["decimal"] = p.decimal(10);
+  return j;
+}
+
 nlohmann::ordered_json share_json(const OutcomeShare& s) {
   nlohmann::ordered_json j;
-  j["probability"] = s.probability.fraction();
-  j["p"] = s.probability.to_double();
+  j["probability"] = probability_json(s.probability);
   j["verdict"] = trace::verdict_name(s.verdict);
   if (!s.route.empty()) j["route"] = s.route;
   if (!s.dnat.empty()) j["dnat"] = s.dnat;
