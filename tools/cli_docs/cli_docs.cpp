@@ -36,7 +36,7 @@ std::vector<std::string> names_of(const CLI::Option* o) {
   return n;
 }
 
-bool takes_value(const CLI::Option* o) { return o->get_type_size_min() > 0 || o->get_expected_min() > 0; }
+bool takes_value(const CLI::Option* o) { return o->get_expected_max() > 0; }  // flags expect 0 values
 
 // The values of an option restricted by CLI::IsMember: CLI11 describes that validator as
 // "{a,b,c}" in the option's type name ("TEXT:{a,b,c}").
@@ -61,7 +61,10 @@ std::vector<std::string> choices(const CLI::Option* o) {
 // The value's placeholder: the type name without validators ("TEXT", "SIZE", "DIR").
 std::string placeholder(const CLI::Option* o) {
   std::string t = o->get_type_name();
-  return t.substr(0, t.find(':'));
+  size_t colon = t.find(':');
+  // "UINT:SIZE": the validator's name says more than the C++ type.
+  if (colon != std::string::npos && t.find('{', colon) == std::string::npos) return t.substr(colon + 1);
+  return t.substr(0, colon);
 }
 
 std::string join(const std::vector<std::string>& v, const char* sep) {
@@ -252,7 +255,7 @@ std::string man_page(const CLI::App& app, const std::string& name, const std::st
   s += ".SH NAME\n" + roff(name) + " \\- " + roff(first) + "\n";
   s += ".SH SYNOPSIS\n.B " + roff(name) + "\n";
   s += cmds.empty() ? "[\\fIOPTIONS\\fR]\n" : "\\fICOMMAND\\fR [\\fIOPTIONS\\fR] [\\fIARGS\\fR]\n";
-  s += ".SH DESCRIPTION\n" + roff(desc) + "\n";
+  s += ".SH DESCRIPTION\n" + roff(desc.starts_with(name + ": ") ? desc.substr(name.size() + 2) : desc) + "\n";
   if (!cmds.empty()) {
     s += ".SH COMMANDS\n";
     for (const auto* c : cmds) {
