@@ -10,6 +10,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/text_layout.h"
 
 namespace kpc::cli {
 namespace {
@@ -27,6 +28,7 @@ struct DriftCliOptions {
   std::string ipsets;
   size_t max_atoms = 2000;
   std::string node;  ///< --node
+  bool verbose = false;
 };
 
 int run(const DriftCliOptions& o) {
@@ -73,9 +75,11 @@ int run(const DriftCliOptions& o) {
   ctx.backend = o.backend;
   ctx.flavor = o.flavor;
   ctx.local_addresses = local;
+  ctx.verbose = o.verbose;
   std::string report = o.format == "json"       ? applier::drift_json(rep, ctx)
                        : o.format == "markdown" ? applier::drift_markdown(rep, ctx)
-                                                : applier::drift_text(rep, ctx);
+                       : o.verbose              ? applier::drift_text(rep, ctx)
+                                                : reviewer_text(applier::drift_text(rep, ctx));
   if (!o.output.empty() && !write_output(o.output, rep.repair)) return kExitError;
   if (o.format == "json")
     print_json_text(report);
@@ -108,9 +112,13 @@ void add_drift(CLI::App& app, int& exit_code) {
   add_max_input_size_option(cmd, o->max_input_size);
   add_node_option(cmd, o->node);
   add_ipsets_option(cmd, o->ipsets);
+  cmd->add_flag("-v,--verbose", o->verbose,
+                "also every rule of the chains that differ, the comparison's own words and rule paths, at full width "
+                "(default: a reviewer's text, lines of at most 100 columns)");
   cmd->add_option("--max-atoms", o->max_atoms,
                   "destination atoms explored for the packet-level consequence; beyond, an evenly spread sample "
                   "(0: all; the drift verdict comes from the chains either way)")
+      ->check(cli_checks::whole_number_at_least(0))
       ->capture_default_str();
   cmd->footer(
       "Examples:\n"

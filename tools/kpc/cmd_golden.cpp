@@ -257,7 +257,9 @@ void add_golden(CLI::App& app, int& exit_code) {
                   "text, markdown (a table by file and Service for a PR comment), or json (kpc.dev/golden/v1)")
       ->check(CLI::IsMember({"text", "markdown", "json"}))
       ->capture_default_str();
-  cmd->add_option("--diff-lines", o->diff_lines, "lines of byte diff shown per file at most")->capture_default_str();
+  cmd->add_option("--diff-lines", o->diff_lines, "lines of byte diff shown per file at most")
+      ->check(cli_checks::whole_number_at_least(0))  // a size_t would take -1 as 2^64-1
+      ->capture_default_str();
   cmd->add_option("--kube-proxy-version", o->kube_proxy_version,
                   "the kube-proxy release whose nftables layout to write (1.33-1.35 share one)")
       ->capture_default_str();

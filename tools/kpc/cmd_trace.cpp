@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tools/kpc/commands.h"
+#include "tools/kpc/text_layout.h"
 #include "verifier/state/state.h"
 #include "verifier/symbolic/report.h"
 #include "verifier/trace/tracer.h"
@@ -45,6 +46,7 @@ struct TraceCliOptions {
   std::string expect_masquerade;         ///< yes / no, for every outcome
   uint64_t max_input_size = kDefaultMaxInputSize;
   std::string node;  ///< --node: when RULES is a snapshot
+  bool verbose = false;  ///< text at full width (else lines of at most 100 columns)
 };
 
 int bad(const std::string& msg) {
@@ -259,7 +261,7 @@ int run(const TraceCliOptions& o) {
   res.notes.insert(res.notes.begin(), notes.begin(), notes.end());
   if (o.format == "json")
     print_json_text(to_json(pkt, topt, res));
-  else if (!write_output("", format_text(pkt, topt, res)))
+  else if (!write_output("", o.verbose ? format_text(pkt, topt, res) : reviewer_text(format_text(pkt, topt, res))))
     return kExitError;
   // The assertions: every outcome must meet them; an Unknown outcome meets none.
   std::vector<std::string> failed;
@@ -306,8 +308,9 @@ void add_trace(CLI::App& app, int& exit_code) {
   cmd->add_option("--src", o->src, "source address")->required();
   cmd->add_option("--dst", o->dst, "destination address")->required();
   cmd->add_option("--proto", o->proto, "tcp, udp or sctp")->capture_default_str();
-  cmd->add_option("--dport", o->dport, "destination port")->required();
-  cmd->add_option("--sport", o->sport, "source port (default: not given; a --sport test is then unknown)");
+  cmd->add_option("--dport", o->dport, "destination port")->required()->check(CLI::Range(0, 65535));
+  cmd->add_option("--sport", o->sport, "source port (default: not given; a --sport test is then unknown)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--from", o->from, "where the packet comes from: pod, node (locally generated) or external")
       ->check(CLI::IsMember({"pod", "node", "external"}))
       ->capture_default_str();
@@ -335,7 +338,9 @@ void add_trace(CLI::App& app, int& exit_code) {
   add_ipsets_option(cmd, o->ipsets);
   add_flavor_option(cmd, o->flavor, "legacy or nft (how RULES is loaded)");
   add_format_option(cmd, o->format);
-  cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")->capture_default_str();
+  cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")
+      ->check(cli_checks::whole_number_at_least(1))
+      ->capture_default_str();
   cmd->add_option("--expect-dnat", o->expect_dnat,
                   "assert the set of DNAT destinations (IP:PORT, [IPv6]:PORT; repeat or list): exit 1 otherwise");
   cmd->add_option("--expect-verdict", o->expect_verdict, "assert every outcome's verdict: exit 1 otherwise")
@@ -344,6 +349,8 @@ void add_trace(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"yes", "no"}));
   add_max_input_size_option(cmd, o->max_input_size);
   add_node_option(cmd, o->node, " (when RULES is a snapshot)");
+  cmd->add_flag("-v,--verbose", o->verbose, "text at full width: one line per rule of a path (default: lines of at "
+                                            "most 100 columns, long rules continued on the next line)");
   cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
                 "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");
   cmd->footer(

@@ -7,6 +7,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/text_layout.h"
 #include "verifier/equiv/verify.h"
 
 namespace kpc::cli {
@@ -24,6 +25,7 @@ struct VerifyOptions {
   bool backend_given = false;
   std::string ipsets;
   std::string node;  ///< --node (both snapshots)
+  bool verbose = false;
 };
 
 // The three programs from snapshots: prior state = full(OLD) on an empty node.
@@ -99,7 +101,8 @@ int run(const VerifyOptions& o) {
                             o.next.empty() ? full_file.view() : full, flavor, vo);
   std::string report = o.format == "json"       ? verifier::format_json(r)
                        : o.format == "markdown" ? verifier::format_markdown(r)
-                                                : verifier::format_text(r);
+                       : o.verbose              ? verifier::format_text(r, true)
+                                                : reviewer_text(verifier::format_text(r));
   if (o.format == "json")
     print_json_text(report);
   else
@@ -131,6 +134,7 @@ void add_verify(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"text", "json", "markdown"}))
       ->capture_default_str();
   add_ipsets_option(cmd, opts->ipsets);
+  cmd->add_flag("-v,--verbose", opts->verbose, "also the comparison's own words (destination atoms, start classes, leaves), each packet class's description and rule paths, at full width (default: a reviewer's text, lines of at most 100 columns)");
   cmd->add_flag("--allow-equivalent", opts->allow_equivalent,
                 "exit 0 when the states differ but no packet is treated differently");
   cmd->add_option("--local-address", opts->local_addresses,

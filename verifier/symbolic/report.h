@@ -24,6 +24,10 @@ struct ReportOptions {
   const char* after_name = "after";
   size_t max_per_service = 4;  ///< text only; JSON lists every difference kept
   bool paths = true;           ///< the most likely path on each side, first class of each service (text)
+  /// Text: also the comparison's own words (destination atoms, start classes, leaves), each
+  /// class's description and the paths. Off, the text is for a reviewer: by Service, witnesses
+  /// and outcomes (`--verbose` of diff, verify and drift).
+  bool verbose = false;
 };
 std::string diff_text(const CompareResult& r, const ReportOptions& o = {});
 /// What changed for each Service, in words (endpoints added/removed, shares before -> after, verdict,
