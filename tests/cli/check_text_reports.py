@@ -88,7 +88,8 @@ def main():
         if verbose_words == 0:
             failures.append("--verbose shows none of the internal words: the check above proves nothing")
 
-        # Option values: counts and ports are checked, and the message names the option.
+        # Option values: counts and ports are checked, and the message names the option; a flag
+        # that would be ignored (--verbose beside json or markdown) is an error too.
         bad_values = [
             ["validate", ex, "--max-input-size", "-1"],
             ["golden", ex, "--expect", tmp, "--diff-lines", "-1"],
@@ -98,6 +99,10 @@ def main():
             ["trace", v4, "--src", "1.1.1.1", "--dst", "2.2.2.2", "--dport", "80", "--sport", "-5"],
             ["trace", v4, "--src", "1.1.1.1", "--dst", "2.2.2.2", "--dport", "65536"],
             ["trace", v4, "--src", "1.1.1.1", "--dst", "2.2.2.2", "--dport", "80", "--affinity-age", "-1"],
+            # flags that would be ignored
+            ["diff", v4, v4, "--format", "json", "--verbose"],
+            ["drift", ex, "--state", v4, "--format", "markdown", "--verbose"],
+            ["validate", ex, "--quiet", "--format", "json"],
         ]
         for argv in bad_values:
             r = subprocess.run([kpc] + argv, capture_output=True, text=True)

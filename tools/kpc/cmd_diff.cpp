@@ -154,6 +154,7 @@ void add_diff(CLI::App& app, int& exit_code) {
       "  kpc diff node.save new.restore --ipsets sets.save --local-address 10.0.0.5\n"
       "Exit codes: 0 equivalent, 1 differences or undecided classes, 2 error, 3 internal error.");
   cmd->callback([cmd, o, &exit_code] {
+    if (o->verbose && o->format != "text") throw_verbose_needs_text();
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);
   });

@@ -126,6 +126,7 @@ void add_drift(CLI::App& app, int& exit_code) {
       "  kpc drift cluster/ --state node.save --ipsets <(ipset save) --format markdown\n"
       "Exit codes: 0 no drift, 1 drift (repair written with -o), 2 error, 3 internal error.");
   cmd->callback([cmd, o, &exit_code] {
+    if (o->verbose && o->format != "text") throw_verbose_needs_text();
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);
   });

@@ -360,6 +360,7 @@ void add_trace(CLI::App& app, int& exit_code) {
       "  kpc trace node.save --src 10.0.0.1 --dst 10.96.0.1 --dport 443 --ipsets sets.save --affinity new\n"
       "Exit codes: 0 traced (also when outcomes are unknown), 2 bad input.");
   cmd->callback([cmd, o, &exit_code] {
+    if (o->verbose && o->format != "text") throw_verbose_needs_text();
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);
   });

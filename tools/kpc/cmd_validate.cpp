@@ -93,7 +93,12 @@ void add_validate(CLI::App& app, int& exit_code) {
       "  kubectl get svc,endpointslices,nodes -A -o yaml > cluster.yaml && kpc validate cluster.yaml kube-proxy.yaml\n"
       "  kpc validate cluster/ --format json             counts and diagnostics as one JSON document\n"
       "Exit codes: 0 valid, 2 invalid (located errors on stderr).");
-  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
+  cmd->callback([opts, &exit_code] {
+    // Flags that would be ignored are errors: the document always has the counts and skipped kinds.
+    if (opts->format == "json" && (opts->quiet || opts->verbose))
+      throw CLI::ValidationError("--format json", "--quiet and --verbose are for --format text");
+    exit_code = run(*opts);
+  });
 }
 
 }  // namespace kpc::cli

@@ -151,6 +151,7 @@ void add_verify(CLI::App& app, int& exit_code) {
       "Exit codes: 0 identical (or equivalent with --allow-equivalent), 1 equivalent / not equivalent / cannot\n"
       "prove / the partial fails to apply, 2 error, 3 internal error (a self-check failed).");
   cmd->callback([cmd, opts, &exit_code] {
+    if (opts->verbose && opts->format != "text") throw_verbose_needs_text();
     opts->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*opts);
   });

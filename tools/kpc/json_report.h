@@ -6,6 +6,7 @@
 // document of its own ends with a kpc.dev/error/v1 document (main.cpp).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -37,5 +38,11 @@ void print_json_text(const std::string& text);
 bool json_printed();
 /// kpc.dev/error/v1: {schema, command, exit_code, diagnostics}.
 void print_error_document(const std::string& command, int exit_code);
+
+/// `--verbose` with --format json or markdown would be ignored (those always hold the detail):
+/// a usage error, as every ignored flag is.
+[[noreturn]] inline void throw_verbose_needs_text() {
+  throw CLI::ValidationError("--verbose", "is for --format text (json and markdown always hold the detail)");
+}
 
 }  // namespace kpc::cli

@@ -34,7 +34,8 @@ void wrap_line(std::string line, size_t width, std::string* out) {
     size_t limit = offset_of_column(line, width);
     size_t brk = line.rfind(' ', limit);
     if (brk == std::string::npos || brk <= floor) brk = limit;  // one word wider than the line: cut it
-    out->append(line, 0, brk);
+    size_t keep = line.find_last_not_of(' ', brk == 0 ? 0 : brk - 1);  // no trailing blanks
+    out->append(line, 0, keep == std::string::npos ? brk : keep + 1);
     out->push_back('\n');
     size_t rest = line.find_first_not_of(' ', brk);
     line = cont + (rest == std::string::npos ? std::string() : line.substr(rest));
