@@ -60,7 +60,7 @@ kz=$share/zsh/site-functions/_kpc
 head -1 "$kz" | grep -qx '#compdef kpc' || bad "$kz: no #compdef line"
 for c in validate compile verify diff drift golden simulate trace; do grep -q "'$c:" "$kz" || bad "$kz: no command $c"; done
 grep -q "^ *'--stats\[[^]]*\]' \\\\\$" "$kz" || bad "$kz: the flag --stats is given a value"
-grep -q "^ *'--backend\[[^]]*\]:[A-Z]*:(iptables ip6tables nftables fastpath)' " "$kz" || bad "$kz: --backend without its values"
+grep -q "^ *'--backend\[[^]]*\]:[A-Z]*:(iptables ip6tables nftables fastpath[a-z ]*)' " "$kz" || bad "$kz: --backend without its values"
 if command -v zsh >/dev/null; then
   zsh -n "$kz" || bad "$kz: zsh -n fails"
   zsh -n "$share/zsh/site-functions/_kpc-applier" || bad "_kpc-applier: zsh -n fails"

@@ -108,6 +108,7 @@ def make_cases(kpc, root, tmp):
         ("compile fastpath", ["compile", ex, "--backend", "fastpath"] + J, 0, "compile", None),
         ("compile partial", ["compile", new, "--prior", ex] + J, 0, "compile", None),
         ("compile --node all", ["compile", ex, "--node", "all", "-o", os.path.join(tmp, "all")] + J, 0, "compile", None),
+        ("compile ipvs", ["compile", ex, "--backend", "ipvs", "-o", os.path.join(tmp, "ipvs")] + J, 0, "compile", None),
         ("compile repair", ["compile", new, "--prior-state", v4] + J, 0, "compile", None),
         ("compile nft repair", ["compile", new, "--backend", "nftables", "--prior-state", nft] + J, 0, "compile", None),
         ("compile invalid", ["compile", bad] + J, 2, "error", None),
