@@ -12,6 +12,7 @@
 #include "compiler/driver/compile_ipvs.h"
 #include "compiler/driver/compile_nftables.h"
 #include "compiler/model/loader.h"
+#include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
 #include "verifier/trace/tracer.h"
 
@@ -486,7 +487,9 @@ int run(const CompileOptions& o) {
   if (!result) return kExitError;
   if (!o.prior_state.empty())
     return result.nft ? repair_nft_from_state(o, *result.nft, target->family) : repair_from_state(o, *result.ipt);
-  if (!emit_result(o, o.output, o.node, *target, result)) return kExitError;
+  DiagSink quiet;  // the node's name, as the compile chose it (reported above if it failed)
+  auto node = o.format == "json" ? proxy::resolve_node_name(next, quiet) : std::nullopt;
+  if (!emit_result(o, o.output, node ? *node : o.node, *target, result)) return kExitError;
   if (o.stats) print_sync_stats(o, result);
   return kExitOk;
 }
