@@ -18,6 +18,8 @@ PACKAGES=(
   python3 python3-jsonschema python3-yaml
   # the CLI tests bound time and memory with timeout (coreutils) and prlimit (util-linux)
   coreutils util-linux
+  # the generated man pages render without warnings (groff), the zsh completion parses (zsh -n)
+  groff-base zsh
 )
 
 missing=()

@@ -31,12 +31,12 @@ std::string header(const DriftReport& r, const DriftReportContext& c) {
 
 // "shop/cart: 4 packet classes treated differently (e.g. tcp ... -> 10.96.30.30:9000: on the node ACCEPT, a full
 // sync: DNAT 10.244.1.30:9000 33.3%)"
-std::string drift_service_summary(const sym::CompareResult& p) {
+std::string drift_service_summary(const sym::CompareResult& p, bool verbose) {
   std::string s;
   if (p.differing_classes == 0 && p.undecided_classes == 0)
     return p.sampled ? "no packet of the sampled destinations is treated differently\n"
                      : "no packet is treated differently (only unreachable rules differ)\n";
-  if (p.sampled) s += "  (" + p.narrowing + ")\n";
+  if (p.sampled) s += verbose ? "  (" + p.narrowing + ")\n" : "  (a sample of the destinations: --max-atoms)\n";
   for (const auto& [svc, diffs] : sym::differences_by_service(p)) {
     size_t undecided = 0;
     for (const auto* d : diffs) undecided += d->undecided;
@@ -69,7 +69,7 @@ std::string drift_service_summary(const sym::CompareResult& p) {
 std::string drift_text(const DriftReport& r, const DriftReportContext& c) {
   std::string s = header(r, c);
   if (!r.drift()) return s;
-  s += "\nServices:\n" + drift_service_summary(r.packets);
+  s += "\nServices:\n" + drift_service_summary(r.packets, c.verbose);
   if (!r.jumps.empty()) {
     s += "\nkube-proxy's jump rules missing from the built-in chains:\n";
     for (const auto& j : r.jumps)
@@ -82,15 +82,18 @@ std::string drift_text(const DriftReport& r, const DriftReportContext& c) {
                        : " (" + std::to_string(d.missing_rules.size()) + " missing, " +
                              std::to_string(d.extra_rules.size()) + " extra)";
     s += "\n";
+    if (!c.verbose) continue;
     for (const auto& l : d.missing_rules) s += "  - " + l + "\n";
     for (const auto& l : d.extra_rules) s += "  + " + l + "\n";
   }
+  if (!c.verbose && !r.chains.empty()) s += "(--verbose lists the rules of each chain)\n";
   s += "\nrepair: " + std::to_string(r.repair_stats.chains_written) + " chains rewritten, " +
        std::to_string(r.repair_stats.chains_deleted) + " deleted, " + std::to_string(r.repair_stats.jumps_restored) +
        " jump rules restored (" + std::to_string(r.repair.size()) + " bytes; -o FILE writes it)\n";
   sym::ReportOptions ro;
   ro.before_name = "node";
   ro.after_name = "full sync";
+  ro.verbose = c.verbose;
   s += "\nPacket classes (the node as it is -> after the repair):\n" + sym::diff_text(r.packets, ro);
   return s;
 }

@@ -13,6 +13,9 @@ struct DriftReportContext {
   std::string snapshot, state;  ///< what was compared (as the user named them)
   std::string backend, flavor;
   std::vector<IPAddr> local_addresses;
+  /// Text: also every rule that differs and the comparison's own words (`kpc drift --verbose`);
+  /// off, chains are listed with their counts.
+  bool verbose = false;
 };
 
 std::string drift_text(const DriftReport& r, const DriftReportContext& c);

@@ -65,7 +65,11 @@ TEST(TraceCli, UnknownOutcomeIsReportedNotGuessed) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("UNKNOWN"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("unknown: ipset \"BLOCK\" contents not known"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("#1 -A FORWARD -m set --match-set BLOCK src -j DROP   [unknown]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#1 -A FORWARD -m set --match-set BLOCK src -j DROP"), std::string::npos) << r.out;
+  // --verbose: one line per rule of the path, at full width.
+  auto v = run({bin_path("kpc"), "trace", dir + "/p.restore", "--src", "10.0.0.2", "--dst", "10.1.0.1", "--dport", "80",
+                "--jumps", "no", "--verbose"});
+  EXPECT_NE(v.out.find("#1 -A FORWARD -m set --match-set BLOCK src -j DROP   [unknown]"), std::string::npos) << v.out;
 }
 
 TEST(TraceCli, BadInputExitsTwo) {

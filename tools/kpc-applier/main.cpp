@@ -6,6 +6,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+
+#include "compiler/support/version.h"
+#include "tools/cli_docs/cli_checks.h"
+#include "tools/cli_docs/cli_docs.h"
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -78,10 +82,13 @@ int main(int argc, char** argv) {
   app.add_option("--nft", nft_bin, "the nft binary");
   app.add_option("--family", family, "IP families to program: ipv4, ipv6, both (those the node has addresses of)")
       ->check(CLI::IsMember({"ipv4", "ipv6", "both"}));
-  app.add_option("--debounce-ms", debounce_ms, "--watch PATH: quiet time before a re-read (ms)");
+  app.add_option("--debounce-ms", debounce_ms, "--watch PATH: quiet time before a re-read (ms)")
+      ->check(kpc::cli_checks::whole_number_at_least(0));
   app.add_flag("--once", once, "one sync, then exit (--watch -: after the end of stdin)");
   app.add_flag("--cleanup", cleanup, "remove kube-proxy's iptables chains and nft tables, and exit");
   app.add_flag("--dry-run", dry_run, "with --cleanup: print what would be removed");
+  // `kpc-applier __complete bash|zsh`, `__man`: generated from the options above (the build runs them).
+  if (int rc = 0; kpc::cli_docs::handle(app, "kpc-applier", std::string("kpc ") + kpc::kVersion, argc, argv, &rc)) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

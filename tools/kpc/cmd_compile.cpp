@@ -12,6 +12,7 @@
 #include "compiler/driver/compile_ipvs.h"
 #include "compiler/driver/compile_nftables.h"
 #include "compiler/model/loader.h"
+#include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
 #include "verifier/trace/tracer.h"
 
@@ -32,7 +33,38 @@ struct CompileOptions {
   bool backend_given = false;  ///< --backend named: else the snapshot's mode decides
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: snapshots and --prior-state
   std::string node;  ///< --node: a Node's name, or "all" (one program per Node and family, in -o DIR)
+  std::string format = "text";  ///< json: kpc.dev/compile/v1 on stdout (the program in it without -o)
 };
+
+// --format json: one entry per program written, printed as kpc.dev/compile/v1 once the run succeeds.
+nlohmann::ordered_json& json_programs() {
+  static nlohmann::ordered_json programs = nlohmann::ordered_json::array();
+  return programs;
+}
+
+// Writes a program where -o says; with --format json also describes it (entry: node, backend,
+// family, sync and stats), the text itself in the document when it has no file.
+bool emit_program(const CompileOptions& o, const std::string& path, const std::string& text,
+                  nlohmann::ordered_json entry) {
+  if (o.format != "json") return write_output(path, text);
+  bool to_stdout = path.empty() || path == "-";
+  if (!to_stdout && !write_output(path, text)) return false;
+  entry["output"] = to_stdout ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(path);
+  entry["bytes"] = text.size();
+  if (to_stdout) entry["program"] = text;
+  json_programs().push_back(std::move(entry));
+  return true;
+}
+
+nlohmann::ordered_json program_entry(const std::string& node, const char* backend, IPFamily family,
+                                     const char* sync) {
+  nlohmann::ordered_json e;
+  e["node"] = node.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(node);
+  e["backend"] = backend;
+  e["family"] = family == IPFamily::V4 ? "ipv4" : "ipv6";
+  e["sync"] = sync;
+  return e;
+}
 
 constexpr const char* kAllNodes = "all";
 
@@ -44,7 +76,7 @@ int repair_from_state(const CompileOptions& o, const CompileResult& full) {
   verifier::RulesetState actual;
   std::string error;
   if (!read_state(o.prior_state, family, flavor, o.max_input_size, &actual, &error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+    print_error(error);
     return kExitError;
   }
   // A node's dump (rules in its built-in chains) must keep kube-proxy's jumps there:
@@ -54,10 +86,14 @@ int repair_from_state(const CompileOptions& o, const CompileResult& full) {
   ro.ensure_jumps = !verifier::trace::builtin_chains_empty(actual);
   auto r = applier::repair(actual, full.text, ro);
   if (!r.ok) {
-    std::fprintf(stderr, "error[E0900]: %s: %s\n", o.prior_state.c_str(), r.error.c_str());
+    print_error("error[E0900]: " + o.prior_state + ": " + r.error);
     return kExitError;
   }
-  if (!write_output(o.output, r.program)) return kExitError;
+  auto entry = program_entry(o.node, "iptables", family, "repair");
+  entry["stats"] = {{"chains_kept", r.stats.chains_kept},       {"chains_written", r.stats.chains_written},
+                    {"chains_deleted", r.stats.chains_deleted}, {"rules", r.stats.rules_written},
+                    {"jumps_restored", r.stats.jumps_restored}};
+  if (!emit_program(o, o.output, r.program, std::move(entry))) return kExitError;
   if (o.stats)
     std::fprintf(stderr,
                  "repair: chains kept: %zu, chains written: %zu, chains deleted: %zu, rules: %zu, jumps restored: %zu, "
@@ -74,7 +110,7 @@ int repair_nft_from_state(const CompileOptions& o, const NftCompileResult& full,
   InputText text;
   InputError err;
   if (!text.load(o.prior_state, o.max_input_size, &err)) {
-    std::fprintf(stderr, "%s\n", render(err).c_str());
+    print_input_error(err);
     return kExitError;
   }
   auto nft_family = family == IPFamily::V4 ? verifier::nft::Family::Ip : verifier::nft::Family::Ip6;
@@ -84,17 +120,26 @@ int repair_nft_from_state(const CompileOptions& o, const NftCompileResult& full,
   verifier::nft::NftState actual;
   std::string error;
   if (!applier::read_nft_state(text.view(), o.prior_state, &actual, &error, &only)) {
-    std::fprintf(stderr, "error[E0900]: %s: %s", o.prior_state.c_str(), error.c_str());
+    print_error("error[E0900]: " + o.prior_state + ": " + (error.ends_with("\n") ? error.substr(0, error.size() - 1) : error));
     return kExitError;
   }
   auto r = applier::repair_nft(actual, full.text, nft_family);
   if (!r.ok) {
-    std::fprintf(stderr, "error[E0900]: %s: %s\n", o.prior_state.c_str(), r.error.c_str());
+    print_error("error[E0900]: " + o.prior_state + ": " + r.error);
     return kExitError;
   }
-  if (!write_output(o.output, r.transaction)) return kExitError;
+  const auto& s = r.stats;
+  auto entry = program_entry(o.node, "nftables", family, "repair");
+  entry["stats"] = {{"operations", s.operations},         {"chains_kept", s.chains_kept},
+                    {"chains_rewritten", s.chains_rewritten}, {"chains_created", s.chains_created},
+                    {"chains_recreated", s.chains_recreated}, {"chains_deleted", s.chains_deleted},
+                    {"policies_set", s.policies_set},     {"rules", s.rules_written},
+                    {"sets_kept", s.sets_kept},           {"sets_created", s.sets_created},
+                    {"sets_recreated", s.sets_recreated}, {"sets_deleted", s.sets_deleted},
+                    {"elements_added", s.elements_added}, {"elements_deleted", s.elements_deleted},
+                    {"table_created", s.table_created},   {"table_recreated", s.table_recreated}};
+  if (!emit_program(o, o.output, r.transaction, std::move(entry))) return kExitError;
   if (o.stats) {
-    const auto& s = r.stats;
     std::fprintf(stderr,
                  "repair: %zu operations, %zu bytes%s\n"
                  "chains: kept %zu, rewritten %zu, created %zu, re-created %zu, deleted %zu, policies set %zu; "
@@ -211,7 +256,7 @@ bool write_ipvs_dir(const std::string& dir, const IpvsCompileResult& r) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    std::fprintf(stderr, "error[E0005]: %s: %s\n", dir.c_str(), ec.message().c_str());
+    print_error("error[E0005]: " + dir + ": " + ec.message());
     return false;
   }
   for (const char* f : kIpvsFiles)
@@ -238,6 +283,67 @@ void print_sync_stats(const CompileOptions& o, const AnyResult& result) {
     std::fprintf(stderr, "transaction: %zu operations (rules %zu; elements added %zu, deleted %zu), %zu bytes\n",
                  s.operations, s.rules, s.elements_added, s.elements_deleted, result.fp->text.size());
   }
+}
+
+// The counts --stats prints, as one flat object (kpc.dev/compile/v1 "stats").
+nlohmann::ordered_json sync_stats_json(const AnyResult& result) {
+  nlohmann::ordered_json j;
+  if (result.ipvs) {
+    const auto& p = result.ipvs->program;
+    size_t entries = 0, lines = 0;
+    for (const auto& set : p.sets) entries += set.entries.size();
+    for (const auto& t : p.iptables.tables) lines += t.ops.size();
+    j = {{"virtual_servers", p.virtual_servers.size()}, {"real_servers", p.real_servers},
+         {"ipsets", p.sets.size()},                     {"ipset_entries", entries},
+         {"iptables_lines", lines},                     {"bound_addresses", p.bound.size()}};
+  } else if (result.ipt) {
+    const auto& r = result.ipt->sync;
+    j = {{"chains_written", r.chains_written}, {"chains_deleted", r.deleted_chains},
+         {"rules", r.rules_written},           {"endpoints", r.total_endpoints},
+         {"large_cluster", r.large_cluster}};
+  } else {
+    auto s = nftables::transaction_stats(result.nft ? result.nft->sync.tx : result.fp->tx);
+    j = {{"operations", s.operations},         {"chains_added", s.chains_added},   {"chains_flushed", s.chains_flushed},
+         {"chains_deleted", s.chains_deleted}, {"rules", s.rules},                 {"elements_added", s.elements_added},
+         {"elements_deleted", s.elements_deleted}, {"sets_added", s.sets_added}, {"sets_deleted", s.sets_deleted}};
+    if (result.nft) {
+      j["cleanup_operations"] = result.nft->sync.cleanup.num_operations();
+      j["service_ports"] = result.nft->sync.services_written;
+      j["endpoints"] = result.nft->sync.total_endpoints;
+      j["stale_chains_flushed"] = result.nft->sync.stale_chains_flushed.size();
+    }
+  }
+  return j;
+}
+
+nlohmann::ordered_json sync_entry(const CompileOptions& o, const std::string& node, Target t,
+                                  const AnyResult& result) {
+  auto e = program_entry(node, backend_kind_name(t.kind), t.family, result.partial() ? "partial" : "full");
+  if (t.kind == BackendKind::FastPath) e["family"] = nullptr;  // one inet table for both
+  if (!o.prior.empty()) {
+    e["full_sync_reason"] = result.full_sync_reason().empty() ? nlohmann::ordered_json(nullptr)
+                                                              : nlohmann::ordered_json(result.full_sync_reason());
+    e["changed_services"] = result.changed();
+  }
+  e["stats"] = sync_stats_json(result);
+  return e;
+}
+
+// Writes one sync's output where -o says (ipvs: its four files into the directory) and, with
+// --format json, describes it.
+bool emit_result(const CompileOptions& o, const std::string& path, const std::string& node, Target t,
+                 const AnyResult& result) {
+  if (!result.ipvs) return emit_program(o, path, result.text(), sync_entry(o, node, t, result));
+  if (!write_ipvs_dir(path, *result.ipvs)) return false;
+  if (o.format == "json") {
+    auto e = sync_entry(o, node, t, result);
+    size_t bytes = 0;
+    for (const char* f : kIpvsFiles) bytes += ipvs_file_text(*result.ipvs, f).size();
+    e["output"] = path;  // a directory: ipvs.rules, ipset.rules, iptables.rules, node.plan
+    e["bytes"] = bytes;
+    json_programs().push_back(std::move(e));
+  }
+  return true;
 }
 
 // The file --node all writes for one node and target.
@@ -296,12 +402,12 @@ int run_all_nodes(const CompileOptions& o, std::optional<Target> given, Snapshot
     std::fprintf(stderr, "note: Node %s has no %s address: no %s program (kube-proxy runs no such proxier there)\n",
                  name.c_str(), family_name(backends[0].family), o.backend.c_str());
   diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
+  print_diagnostics(diags, sm);
   if (diags.has_errors()) return kExitError;
   std::error_code ec;
   std::filesystem::create_directories(o.output, ec);
   if (ec) {
-    std::fprintf(stderr, "error[E0005]: %s: %s\n", o.output.c_str(), ec.message().c_str());
+    print_error("error[E0005]: " + o.output + ": " + ec.message());
     return kExitError;
   }
   for (const auto& [name, backend] : jobs) {
@@ -310,17 +416,17 @@ int run_all_nodes(const CompileOptions& o, std::optional<Target> given, Snapshot
     DiagSink quiet;  // reported above already
     auto result = compile_one(o, next, prior, backend, quiet);
     if (!result) {
-      std::fputs(quiet.render(sm).c_str(), stderr);
+      print_diagnostics(quiet, sm);
       return kExitError;
     }
     std::string dir = o.output + "/" + name;
     std::filesystem::create_directories(dir, ec);
     std::string path = dir + "/" + program_file_name(backend);
     if (ec) {
-      std::fprintf(stderr, "error[E0005]: %s: %s\n", dir.c_str(), ec.message().c_str());
+      print_error("error[E0005]: " + dir + ": " + ec.message());
       return kExitError;
     }
-    if (result.ipvs ? !write_ipvs_dir(path, *result.ipvs) : !write_output(path, result.text())) return kExitError;
+    if (!emit_result(o, path, name, backend, result)) return kExitError;
     if (o.stats) {
       std::fprintf(stderr, "%s:\n", path.c_str());
       print_sync_stats(o, result);
@@ -377,11 +483,13 @@ int run(const CompileOptions& o) {
   }
   if (ok && target) result = compile_one(o, next, prior, *target, diags);
   diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
+  print_diagnostics(diags, sm);
   if (!result) return kExitError;
   if (!o.prior_state.empty())
     return result.nft ? repair_nft_from_state(o, *result.nft, target->family) : repair_from_state(o, *result.ipt);
-  if (result.ipvs ? !write_ipvs_dir(o.output, *result.ipvs) : !write_output(o.output, result.text())) return kExitError;
+  DiagSink quiet;  // the node's name, as the compile chose it (reported above if it failed)
+  auto node = o.format == "json" ? proxy::resolve_node_name(next, quiet) : std::nullopt;
+  if (!emit_result(o, o.output, node ? *node : o.node, *target, result)) return kExitError;
   if (o.stats) print_sync_stats(o, result);
   return kExitOk;
 }
@@ -442,6 +550,11 @@ void add_compile(CLI::App& app, int& exit_code) {
                   "write the program here: a file is replaced atomically (mode kept, symlinks followed); a device, "
                   "FIFO or /dev/fd/N is written to; stdout when absent or -");
   cmd->add_flag("--stats", opts->stats, "print what the program writes (to stderr)");
+  cmd->add_option("--format", opts->format,
+                  "text (the program), or json (kpc.dev/compile/v1: each program's back end, family, sync kind, "
+                  "--stats counts and diagnostics; the program text in it unless -o names a file)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   add_max_input_size_option(cmd, opts->max_input_size);
   add_node_option(cmd, opts->node,
                   "; `--node all`: one program per Node and family, DIR/<node>/iptables.restore and "
@@ -457,6 +570,7 @@ void add_compile(CLI::App& app, int& exit_code) {
       "  kpc compile new/ --prior old/                     the partial restore of the next sync (KEP-3453)\n"
       "  kpc compile cluster/ --prior-state node.save      the smallest repair of a node's drift\n"
       "  kpc compile cluster/ --backend nftables --prior-state ruleset.nft   the same for an nftables node\n"
+      "  kpc compile cluster/ -o v4.restore --format json  what was written, with --stats counts, as JSON\n"
       "Exit codes: 0 written, 2 error (located diagnostics on stderr; nothing written).");
   cmd->callback([cmd, opts, &exit_code] {
     opts->backend_given = cmd->count("--backend") > 0;
@@ -465,6 +579,11 @@ void add_compile(CLI::App& app, int& exit_code) {
     if (opts->node == kAllNodes && !opts->prior_state.empty())
       throw CLI::ValidationError("--node", "--node all cannot be combined with --prior-state (one node's state)");
     exit_code = run(*opts);
+    if (opts->format == "json" && exit_code == kExitOk) {
+      auto doc = json_document("compile");
+      doc["programs"] = std::move(json_programs());
+      print_json(std::move(doc));
+    }
   });
 }
 

@@ -12,6 +12,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/text_layout.h"
 #include "verifier/symbolic/report.h"
 #include "verifier/trace/tracer.h"
 
@@ -30,6 +31,7 @@ struct DiffOptions {
   bool backend_given = false;
   std::string ipsets;  ///< --ipsets: the node's ipsets (both sides)
   std::string node;    ///< --node: for sides that are snapshots
+  bool verbose = false;
 };
 
 int run(const DiffOptions& o) {
@@ -95,6 +97,7 @@ int run(const DiffOptions& o) {
   verifier::symbolic::ReportOptions ro;
   ro.before_name = "old";
   ro.after_name = "new";
+  ro.verbose = o.verbose;
   std::string report = o.format == "json"       ? verifier::symbolic::diff_json(r, ro)
                        : o.format == "markdown" ? "### kpc diff `" + lb + "` → `" + la + "`\n\n" +
                                                       verifier::symbolic::diff_markdown(r, ro)
@@ -107,8 +110,12 @@ int run(const DiffOptions& o) {
     inferred.erase(std::unique(inferred.begin(), inferred.end()), inferred.end());
     for (const auto& w : inferred) head += "  local address " + w + "\n";
     report = head + report;
+    if (!o.verbose) report = reviewer_text(report);
   }
-  std::fputs(report.c_str(), stdout);
+  if (o.format == "json")
+    print_json_text(report);
+  else
+    std::fputs(report.c_str(), stdout);
   if (!r.self_check_failures.empty()) return kExitInternal;
   return r.equivalent() ? kExitOk : kExitDifferent;
 }
@@ -139,6 +146,7 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->add_flag("--all-atoms", o->all_atoms, "explore every destination class (skip the semantic-hash narrowing)");
   add_max_input_size_option(cmd, o->max_input_size);
   add_node_option(cmd, o->node, " (for a side that is a snapshot)");
+  cmd->add_flag("-v,--verbose", o->verbose, "also the comparison's own words (destination atoms, start classes, leaves), each packet class's description and rule paths, at full width (default: a reviewer's text, lines of at most 100 columns)");
   cmd->footer(
       "Examples:\n"
       "  kpc diff old.restore new.restore                 two rule files (save dumps or restore programs)\n"
@@ -146,6 +154,7 @@ void add_diff(CLI::App& app, int& exit_code) {
       "  kpc diff node.save new.restore --ipsets sets.save --local-address 10.0.0.5\n"
       "Exit codes: 0 equivalent, 1 differences or undecided classes, 2 error, 3 internal error.");
   cmd->callback([cmd, o, &exit_code] {
+    if (o->verbose && o->format != "text") throw_verbose_needs_text();
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);
   });

@@ -10,6 +10,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/text_layout.h"
 
 namespace kpc::cli {
 namespace {
@@ -27,6 +28,7 @@ struct DriftCliOptions {
   std::string ipsets;
   size_t max_atoms = 2000;
   std::string node;  ///< --node
+  bool verbose = false;
 };
 
 int run(const DriftCliOptions& o) {
@@ -43,12 +45,12 @@ int run(const DriftCliOptions& o) {
   if (load_snapshot(o.inputs, lo, sm, &snap, diags) && check_configured_mode(snap, o.backend_given, backend, diags))
     full = compile_iptables(snap, backend, {}, diags);
   diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
+  print_diagnostics(diags, sm);
   if (!full) return kExitError;
   verifier::RulesetState actual;
   std::string error;
   if (!read_state(o.state, family, flavor, o.max_input_size, &actual, &error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+    print_error(error);
     return kExitError;
   }
   std::vector<IPAddr> derived, local;
@@ -64,7 +66,7 @@ int run(const DriftCliOptions& o) {
   dopt.local_addresses = local;
   applier::DriftReport rep = applier::check_drift(actual, full->text, dopt);
   if (!rep.ok) {
-    std::fprintf(stderr, "error[E0900]: %s: %s\n", o.state.c_str(), rep.error.c_str());
+    print_error("error[E0900]: " + o.state + ": " + rep.error);
     return kExitError;
   }
   applier::DriftReportContext ctx;
@@ -73,11 +75,16 @@ int run(const DriftCliOptions& o) {
   ctx.backend = o.backend;
   ctx.flavor = o.flavor;
   ctx.local_addresses = local;
+  ctx.verbose = o.verbose;
   std::string report = o.format == "json"       ? applier::drift_json(rep, ctx)
                        : o.format == "markdown" ? applier::drift_markdown(rep, ctx)
-                                                : applier::drift_text(rep, ctx);
+                       : o.verbose              ? applier::drift_text(rep, ctx)
+                                                : reviewer_text(applier::drift_text(rep, ctx));
   if (!o.output.empty() && !write_output(o.output, rep.repair)) return kExitError;
-  if (!write_output("", report)) return kExitError;
+  if (o.format == "json")
+    print_json_text(report);
+  else if (!write_output("", report))
+    return kExitError;
   if (!rep.packets.self_check_failures.empty()) return kExitInternal;
   return rep.drift() ? kExitDifferent : kExitOk;
 }
@@ -105,9 +112,13 @@ void add_drift(CLI::App& app, int& exit_code) {
   add_max_input_size_option(cmd, o->max_input_size);
   add_node_option(cmd, o->node);
   add_ipsets_option(cmd, o->ipsets);
+  cmd->add_flag("-v,--verbose", o->verbose,
+                "also every rule of the chains that differ, the comparison's own words and rule paths, at full width "
+                "(default: a reviewer's text, lines of at most 100 columns)");
   cmd->add_option("--max-atoms", o->max_atoms,
                   "destination atoms explored for the packet-level consequence; beyond, an evenly spread sample "
                   "(0: all; the drift verdict comes from the chains either way)")
+      ->check(cli_checks::whole_number_at_least(0))
       ->capture_default_str();
   cmd->footer(
       "Examples:\n"
@@ -115,6 +126,7 @@ void add_drift(CLI::App& app, int& exit_code) {
       "  kpc drift cluster/ --state node.save --ipsets <(ipset save) --format markdown\n"
       "Exit codes: 0 no drift, 1 drift (repair written with -o), 2 error, 3 internal error.");
   cmd->callback([cmd, o, &exit_code] {
+    if (o->verbose && o->format != "text") throw_verbose_needs_text();
     o->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*o);
   });

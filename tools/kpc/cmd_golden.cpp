@@ -118,7 +118,7 @@ bool compare_all(const GoldenOptions& o, std::vector<FileResult>& files) {
     InputText text;
     InputError err;
     if (!text.load(f.path, o.max_input_size, &err)) {
-      std::fprintf(stderr, "%s\n", render(err).c_str());
+      print_input_error(err);
       ok = false;
       continue;
     }
@@ -142,12 +142,45 @@ bool write_all(const std::vector<FileResult>& files) {
     std::string dir = f.path.substr(0, f.path.rfind('/'));
     std::filesystem::create_directories(dir, ec);
     if (ec) {
-      std::fprintf(stderr, "error[E0005]: %s: %s\n", dir.c_str(), ec.message().c_str());
+      print_error("error[E0005]: " + dir + ": " + ec.message());
       return false;
     }
     if (!write_output(f.path, f.compiled)) return false;
   }
   return true;
+}
+
+// kpc.dev/golden/v1: every file with its status and, for one that differs, the byte diff and the
+// rows by Service (schemas/output/golden.schema.json).
+nlohmann::ordered_json golden_json(const GoldenOptions& o, const std::vector<FileResult>& files) {
+  auto j = json_document("golden");
+  j["expect"] = o.expect;
+  j["update"] = o.update;
+  bool same = true;
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& f : files) {
+    same &= f.status == Status::Equal;
+    nlohmann::ordered_json x;
+    x["node"] = f.node;
+    x["backend"] = backend_kind_name(f.target.kind);
+    x["family"] = f.target.kind == BackendKind::FastPath ? nlohmann::ordered_json(nullptr)
+                                                          : nlohmann::ordered_json(f.target.family == IPFamily::V4 ? "ipv4" : "ipv6");
+    x["file"] = f.file;
+    x["path"] = f.path;
+    x["status"] = golden::status_name(f.status);
+    if (f.status == Status::Differs) {
+      x["byte_diff"] = f.byte_diff;
+      x["by"] = f.by_object ? "object" : "behaviour";
+      x["note"] = f.summary_note.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(f.summary_note);
+      x["services"] = nlohmann::ordered_json::array();
+      for (const auto& r : f.services) x["services"].push_back({{"service", r.service}, {"change", r.words}});
+      x["more_services"] = f.more_services;
+    }
+    arr.push_back(std::move(x));
+  }
+  j["equal"] = !o.update && same;
+  j["files"] = std::move(arr);
+  return j;
 }
 
 int run(GoldenOptions o) {
@@ -172,17 +205,24 @@ int run(GoldenOptions o) {
     ok = name && node_files(o, *name, snap, false, &files, diags);
   }
   diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
+  print_diagnostics(diags, sm);
   if (!ok || diags.has_errors()) return kExitError;
   if (!compare_all(o, files)) return kExitError;
   bool markdown = o.format == "markdown";
   if (o.update) {
     if (!write_all(files)) return kExitError;
+    if (o.format == "json") {
+      print_json(golden_json(o, files));
+      return kExitOk;
+    }
     std::fputs(golden::update_text(files, markdown).c_str(), stdout);
     return kExitOk;
   }
   std::string title = "kpc golden --expect " + o.expect;
-  std::fputs((markdown ? golden::report_markdown(files, title) : golden::report_text(files, title)).c_str(), stdout);
+  if (o.format == "json")
+    print_json(golden_json(o, files));
+  else
+    std::fputs((markdown ? golden::report_markdown(files, title) : golden::report_text(files, title)).c_str(), stdout);
   bool internal = false, same = true;
   for (const auto& f : files) internal |= f.internal_error, same &= f.status == Status::Equal;
   return internal ? kExitInternal : same ? kExitOk : kExitDifferent;
@@ -213,10 +253,13 @@ void add_golden(CLI::App& app, int& exit_code) {
                   "ipv4 or ipv6; repeatable; default: every family the node has an address of")
       ->check(CLI::IsMember({"ipv4", "ipv6"}))
       ->type_name("F");
-  cmd->add_option("--format", o->format, "text, or markdown (a table by file and Service for a PR comment)")
-      ->check(CLI::IsMember({"text", "markdown"}))
+  cmd->add_option("--format", o->format,
+                  "text, markdown (a table by file and Service for a PR comment), or json (kpc.dev/golden/v1)")
+      ->check(CLI::IsMember({"text", "markdown", "json"}))
       ->capture_default_str();
-  cmd->add_option("--diff-lines", o->diff_lines, "lines of byte diff shown per file at most")->capture_default_str();
+  cmd->add_option("--diff-lines", o->diff_lines, "lines of byte diff shown per file at most")
+      ->check(cli_checks::whole_number_at_least(0))  // a size_t would take -1 as 2^64-1
+      ->capture_default_str();
   cmd->add_option("--kube-proxy-version", o->kube_proxy_version,
                   "the kube-proxy release whose nftables layout to write (1.33-1.35 share one)")
       ->capture_default_str();

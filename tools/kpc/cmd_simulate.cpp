@@ -35,6 +35,26 @@ struct SimulateOptions {
   bool handles = false;
 };
 
+std::string chomp(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s;
+}
+
+// --format json: kpc.dev/simulate/v1 — the resulting state's text (as the text format prints it:
+// iptables-save, or `nft list ruleset`), whether every program applied, the failure if one did not.
+bool emit_state(const SimulateOptions& o, const std::string& state, const nlohmann::ordered_json* failure) {
+  auto j = json_document("simulate");
+  j["backend"] = o.backend;
+  j["applied"] = failure == nullptr;
+  j["failure"] = failure ? *failure : nlohmann::ordered_json(nullptr);
+  bool to_stdout = o.output.empty() || o.output == "-";
+  if (!to_stdout && !write_output(o.output, state)) return false;
+  j["output"] = to_stdout ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.output);
+  j["state"] = to_stdout ? nlohmann::ordered_json(state) : nlohmann::ordered_json(nullptr);
+  print_json(std::move(j));
+  return true;
+}
+
 // --backend nftables: the nft model. Every transaction is applied atomically; the first
 // that fails stops the run (exit 2) with nft's messages.
 int run_nftables(const SimulateOptions& o) {
@@ -44,20 +64,21 @@ int run_nftables(const SimulateOptions& o) {
   if (!o.state_file.empty()) {
     InputText text;
     if (!text.load(o.state_file, o.max_input_size, &err)) {
-      std::fprintf(stderr, "%s\n", render(err).c_str());
+      print_input_error(err);
       return kExitError;
     }
     if (nft::looks_like_listing(text.view())) {
       nft::NftError e;
       if (!nft::parse_listing(text.view(), o.state_file, &state, &e)) {
-        std::fprintf(stderr, "kpc simulate: %s: not a loadable nft listing:\n%s", o.state_file.c_str(), e.render().c_str());
+        print_error("kpc simulate: " + o.state_file + ": not a loadable nft listing:\n" + chomp(e.render()));
         return kExitError;
       }
     } else {
       nft::ApplyResult r = nft::apply_script(state, text.view(), o.state_file);
       if (!r.ok) {
-        std::fprintf(stderr, "kpc simulate: %s: the state script fails:\n", o.state_file.c_str());
-        for (const auto& e : r.errors) std::fputs(e.render().c_str(), stderr);
+        std::string msg = "kpc simulate: " + o.state_file + ": the state script fails:";
+        for (const auto& e : r.errors) msg += "\n" + chomp(e.render());
+        print_error(msg);
         return kExitError;
       }
     }
@@ -66,7 +87,7 @@ int run_nftables(const SimulateOptions& o) {
   for (const auto& path : o.programs) {
     files.push_back(std::make_unique<InputText>());
     if (!files.back()->load(path, o.max_input_size, &err)) {
-      std::fprintf(stderr, "%s\n", render(err).c_str());
+      print_input_error(err);
       return kExitError;
     }
   }
@@ -74,13 +95,11 @@ int run_nftables(const SimulateOptions& o) {
     nft::ApplyResult r = nft::apply_script(state, files[i]->view(), o.programs[i]);
     for (const auto& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     if (!r.ok) {
-      if (r.not_modelled())
-        std::fprintf(stderr, "kpc simulate: %s: kpc cannot say what nft does with this transaction:\n",
-                     o.programs[i].c_str());
-      else
-        std::fprintf(stderr, "kpc simulate: %s: the transaction fails (nothing of it is applied):\n",
-                     o.programs[i].c_str());
-      for (const auto& e : r.errors) std::fputs(e.render().c_str(), stderr);
+      std::string msg = "kpc simulate: " + o.programs[i] +
+                        (r.not_modelled() ? ": kpc cannot say what nft does with this transaction:"
+                                          : ": the transaction fails (nothing of it is applied):");
+      for (const auto& e : r.errors) msg += "\n" + chomp(e.render());
+      print_error(msg);
       return kExitError;
     }
   }
@@ -92,23 +111,25 @@ int run_nftables(const SimulateOptions& o) {
     po.handles = o.handles;
     out = nft::print_ruleset(state, po);
   }
+  if (o.format == "json") return emit_state(o, out, nullptr) ? kExitOk : kExitError;
   return write_output(o.output, out) ? kExitOk : kExitError;
 }
 
 int run(const SimulateOptions& o) {
   if (o.backend == "nftables") {
     if (o.programs.empty() && o.state_file.empty()) {
-      std::fprintf(stderr, "kpc simulate: --backend nftables needs a transaction or --state (to print it)\n");
+      print_error("kpc simulate: --backend nftables needs a transaction or --state (to print it)");
       return kExitError;
     }
     return run_nftables(o);
   }
   if (o.programs.empty()) {
-    std::fprintf(stderr, "kpc simulate: programs is required\n");
+    print_error("kpc simulate: programs is required");
     return kExitError;
   }
-  if (!o.format.empty() || !o.output.empty() || o.handles) {
-    std::fprintf(stderr, "kpc simulate: --format, -o and --handles are for --backend nftables\n");
+  if ((!o.format.empty() && o.format != "json") || (!o.output.empty() && o.format != "json") || o.handles) {
+    print_error("kpc simulate: --format nft|knftables, --handles, and -o without --format json are for --backend "
+                "nftables");
     return kExitError;
   }
   IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
@@ -121,12 +142,11 @@ int run(const SimulateOptions& o) {
     InputText text;
     std::string load_err;
     if (!text.load(o.state_file, o.max_input_size, &err)) {
-      std::fprintf(stderr, "%s\n", render(err).c_str());
+      print_input_error(err);
       return kExitError;
     }
     if (!verifier::load_save(text.view(), family, flavor, state, &load_err, state.store)) {
-      std::fprintf(stderr, "kpc simulate: %s: not a loadable iptables-save dump: %s\n", o.state_file.c_str(),
-                   load_err.c_str());
+      print_error("kpc simulate: " + o.state_file + ": not a loadable iptables-save dump: " + load_err);
       return kExitError;
     }
   }
@@ -136,7 +156,7 @@ int run(const SimulateOptions& o) {
   for (const auto& path : o.programs) {
     files.push_back(std::make_unique<InputText>());
     if (!files.back()->load(path, o.max_input_size, &err)) {
-      std::fprintf(stderr, "%s\n", render(err).c_str());
+      print_input_error(err);
       return kExitError;
     }
   }
@@ -153,17 +173,26 @@ int run(const SimulateOptions& o) {
       uint32_t file = sm.add(o.programs[i], std::string(text));
       diags.report(DiagCode::RestoreSyntax, Pos{file, perr.line, perr.col ? perr.col : 1}, "", "",
                    "not modelled by kpc: " + perr.message);
-      std::fputs(diags.render(sm).c_str(), stderr);
+      print_diagnostics(diags, sm);
       return kExitError;
     }
     if (!r.ok()) {
-      std::fputs(verifier::print_save(state, flavor).c_str(), stdout);
       std::fputs(r.error->message.c_str(), stderr);
-      std::fprintf(stderr, "%s:%u: error[E0900]: %s (%s)\n", o.programs[i].c_str(), r.error->line,
-                   r.error->reason.c_str(), verifier::error_class_name(r.error->cls));
+      print_error(o.programs[i] + ":" + std::to_string(r.error->line) + ": error[E0900]: " + r.error->reason + " (" +
+                  verifier::error_class_name(r.error->cls) + ")");
+      if (o.format == "json") {
+        nlohmann::ordered_json f = {{"program", o.programs[i]},
+                                    {"line", r.error->line},
+                                    {"reason", r.error->reason},
+                                    {"class", verifier::error_class_name(r.error->cls)},
+                                    {"message", r.error->message}};
+        return emit_state(o, verifier::print_save(state, flavor), &f) ? kExitDifferent : kExitError;
+      }
+      std::fputs(verifier::print_save(state, flavor).c_str(), stdout);
       return kExitDifferent;
     }
   }
+  if (o.format == "json") return emit_state(o, verifier::print_save(state, flavor), nullptr) ? kExitOk : kExitError;
   std::fputs(verifier::print_save(state, flavor).c_str(), stdout);
   return kExitOk;
 }
@@ -188,15 +217,17 @@ void add_simulate(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--format", opts->format,
                   "nftables: nft (as `nft list ruleset` prints the result, the default) or knftables (knftables' "
-                  "Fake.Dump() of --family's --table, as kube-proxy's unit tests compare)")
-      ->check(CLI::IsMember({"nft", "knftables"}));
+                  "Fake.Dump() of --family's --table, as kube-proxy's unit tests compare); any back end: json "
+                  "(kpc.dev/simulate/v1: the resulting state as nft or iptables-save prints it, the failure, "
+                  "diagnostics)")
+      ->check(CLI::IsMember({"nft", "knftables", "json"}));
   cmd->add_option("--family", opts->family, "nftables, --format knftables: ipv4 (table ip) or ipv6 (table ip6)")
       ->check(CLI::IsMember({"ipv4", "ipv6"}))
       ->capture_default_str();
   cmd->add_option("--table", opts->table, "nftables, --format knftables: the table to dump")->capture_default_str();
   cmd->add_flag("--handles", opts->handles, "nftables: print handles, as `nft -a list ruleset`");
   cmd->add_option("-o,--output", opts->output,
-                  "nftables: write the result here (a file is replaced atomically; default stdout)");
+                  "nftables (or --format json): write the result here (a file is replaced atomically; default stdout)");
   add_flavor_option(cmd, opts->flavor, "legacy (iptables-legacy-restore) or nft (iptables-nft-restore)");
   add_max_input_size_option(cmd, opts->max_input_size);
   cmd->footer(
@@ -206,6 +237,7 @@ void add_simulate(CLI::App& app, int& exit_code) {
       "  kpc simulate --backend nftables --state ruleset.nft sync1.nft sync2.nft   nft -f of each, in order\n"
       "  kpc simulate --backend nftables tx.nft --format knftables     kube-proxy's unit-test dump\n"
       "  kpc simulate --backend nftables --state ruleset.nft --handles  the state re-printed (nft -a list ruleset)\n"
+      "  kpc simulate --noflush full.restore --format json        the state and any failure as JSON\n"
       "Exit codes: 0 applied, 1 a program fails (the state committed so far is printed), 2 bad input;\n"
       "  with --backend nftables: 0 applied, 2 a transaction fails (nft's errors on stderr) or bad input.");
   cmd->callback([opts, &exit_code] { exit_code = run(*opts); });

@@ -23,7 +23,9 @@
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/trace_nft.h"
+#include "tools/kpc/text_layout.h"
 #include "verifier/state/state.h"
+#include "verifier/symbolic/report.h"
 #include "verifier/trace/tracer.h"
 
 namespace kpc::cli {
@@ -56,10 +58,11 @@ struct TraceCliOptions {
   bool flavor_given = false, jumps_given = false, version_given = false;
   std::string numgen = "uniform";  ///< nftables: numgen shares (uniform 1/N, or the kernel's split)
   bool numgen_given = false;
+  bool verbose = false;  ///< text at full width (else lines of at most 100 columns)
 };
 
 int bad(const std::string& msg) {
-  std::fprintf(stderr, "kpc trace: %s\n", msg.c_str());
+  print_error("kpc trace: " + msg);
   return kExitError;
 }
 
@@ -82,15 +85,7 @@ std::string hex(uint32_t v) {
   return b;
 }
 
-nlohmann::ordered_json probability_json(const verifier::trace::Probability& p) {
-  nlohmann::ordered_json j;
-  j["decimal"] = p.decimal(10);
-  j["numerator"] = p.numerator().str();
-  j["denominator_log2"] = p.denominator_log2();
-  j["fraction"] =
-      p.denominator_log2() <= 1024 ? p.fraction() : p.numerator().str() + "/2^" + std::to_string(p.denominator_log2());
-  return j;
-}
+using verifier::symbolic::probability_json;  // the one shape of a probability in every document
 
 std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::TraceOptions& topt,
                     const verifier::trace::TraceResult& r) {
@@ -316,12 +311,12 @@ int run(const TraceCliOptions& o) {
     std::vector<std::string> locals = o.local_addresses;
     auto kp = trace_kube_proxy_test(state, o.src, o.proto, o.dst, std::to_string(o.dport), locals);
     if (o.format == "json") {
-      nlohmann::ordered_json j;
+      nlohmann::ordered_json j = json_document("kube-proxy-trace");
       j["output"] = kp.output;
       j["masq"] = kp.masq;
       j["matches"] = kp.matches;
       if (!kp.error.empty()) j["error"] = kp.error;
-      std::fputs((j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n").c_str(), stdout);
+      print_json(std::move(j));
     } else {
       std::printf("output: %s\nmasq: %s\n", kp.output.c_str(), kp.masq ? "true" : "false");
       if (!kp.error.empty()) std::printf("error: %s\n", kp.error.c_str());
@@ -342,8 +337,10 @@ int run(const TraceCliOptions& o) {
   Tracer tracer(state, topt);
   TraceResult res = tracer.trace(pkt);
   res.notes.insert(res.notes.begin(), notes.begin(), notes.end());
-  std::string out = o.format == "json" ? to_json(pkt, topt, res) : format_text(pkt, topt, res);
-  if (!write_output("", out)) return kExitError;
+  if (o.format == "json")
+    print_json_text(to_json(pkt, topt, res));
+  else if (!write_output("", o.verbose ? format_text(pkt, topt, res) : reviewer_text(format_text(pkt, topt, res))))
+    return kExitError;
   // The assertions: every outcome must meet them; an Unknown outcome meets none.
   std::vector<std::string> failed;
   std::set<std::string> dnats;
@@ -390,8 +387,9 @@ void add_trace(CLI::App& app, int& exit_code) {
   cmd->add_option("--src", o->src, "source address")->required();
   cmd->add_option("--dst", o->dst, "destination address")->required();
   cmd->add_option("--proto", o->proto, "tcp, udp or sctp")->capture_default_str();
-  cmd->add_option("--dport", o->dport, "destination port")->required();
-  cmd->add_option("--sport", o->sport, "source port (default: not given; a --sport test is then unknown)");
+  cmd->add_option("--dport", o->dport, "destination port")->required()->check(CLI::Range(0, 65535));
+  cmd->add_option("--sport", o->sport, "source port (default: not given; a --sport test is then unknown)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--from", o->from, "where the packet comes from: pod, node (locally generated) or external")
       ->check(CLI::IsMember({"pod", "node", "external"}))
       ->capture_default_str();
@@ -439,7 +437,9 @@ void add_trace(CLI::App& app, int& exit_code) {
   add_ipsets_option(cmd, o->ipsets);
   add_flavor_option(cmd, o->flavor, "legacy or nft (how RULES is loaded)");
   add_format_option(cmd, o->format);
-  cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")->capture_default_str();
+  cmd->add_option("--max-outcomes", o->max_outcomes, "stop exploring after this many outcomes")
+      ->check(cli_checks::whole_number_at_least(1))
+      ->capture_default_str();
   cmd->add_option("--expect-dnat", o->expect_dnat,
                   "assert the set of DNAT destinations (IP:PORT, [IPv6]:PORT; repeat or list): exit 1 otherwise");
   cmd->add_option("--expect-verdict", o->expect_verdict, "assert every outcome's verdict: exit 1 otherwise")
@@ -448,6 +448,8 @@ void add_trace(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"yes", "no"}));
   add_max_input_size_option(cmd, o->max_input_size);
   add_node_option(cmd, o->node, " (when RULES is a snapshot)");
+  cmd->add_flag("-v,--verbose", o->verbose, "text at full width: one line per rule of a path (default: lines of at "
+                                            "most 100 columns, long rules continued on the next line)");
   cmd->add_flag("--kube-proxy-test", o->kube_proxy_test,
                 "trace as kube-proxy's unit tests do (tracePacket): prints output and masq");
   cmd->footer(
@@ -460,6 +462,7 @@ void add_trace(CLI::App& app, int& exit_code) {
       "  kpc trace cluster/ --backend nftables --src 10.0.0.1 --dst 10.96.0.1 --dport 443\n"
       "Exit codes: 0 traced (also when outcomes are unknown), 2 bad input.");
   cmd->callback([cmd, o, &exit_code] {
+    if (o->verbose && o->format != "text") throw_verbose_needs_text();
     o->backend_given = cmd->count("--backend") > 0;
     o->flavor_given = cmd->count("--flavor") > 0;
     o->jumps_given = cmd->count("--jumps") > 0;

@@ -7,6 +7,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/text_layout.h"
 #include "verifier/equiv/verify.h"
 
 namespace kpc::cli {
@@ -24,6 +25,7 @@ struct VerifyOptions {
   bool backend_given = false;
   std::string ipsets;
   std::string node;  ///< --node (both snapshots)
+  bool verbose = false;
 };
 
 // The three programs from snapshots: prior state = full(OLD) on an empty node.
@@ -48,7 +50,7 @@ bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, 
     append_node_addresses(next_snap, backend_family(backend), local);
   }
   diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
+  print_diagnostics(diags, sm);
   if (!a || !b || !c) return false;
   *prior = std::move(a->text);
   *partial = std::move(b->text);
@@ -80,12 +82,12 @@ int run(const VerifyOptions& o) {
       return kExitError;
     }
     if (!read_state(o.state, family, flavor, o.max_input_size, &prior, &error)) {
-      std::fprintf(stderr, "%s\n", error.c_str());
+      print_error(error);
       return kExitError;
     }
     InputError err;
     if (!partial_file.load(o.partial, o.max_input_size, &err) || !full_file.load(o.full, o.max_input_size, &err)) {
-      std::fprintf(stderr, "%s\n", render(err).c_str());
+      print_input_error(err);
       return kExitError;
     }
   }
@@ -99,8 +101,12 @@ int run(const VerifyOptions& o) {
                             o.next.empty() ? full_file.view() : full, flavor, vo);
   std::string report = o.format == "json"       ? verifier::format_json(r)
                        : o.format == "markdown" ? verifier::format_markdown(r)
-                                                : verifier::format_text(r);
-  std::fputs(report.c_str(), stdout);
+                       : o.verbose              ? verifier::format_text(r, true)
+                                                : reviewer_text(verifier::format_text(r));
+  if (o.format == "json")
+    print_json_text(report);
+  else
+    std::fputs(report.c_str(), stdout);
   if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;
   if (r.behaviour && !r.behaviour->self_check_failures.empty()) return kExitInternal;
   if (r.verdict == verifier::Verdict::Identical) return kExitOk;
@@ -128,6 +134,7 @@ void add_verify(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"text", "json", "markdown"}))
       ->capture_default_str();
   add_ipsets_option(cmd, opts->ipsets);
+  cmd->add_flag("-v,--verbose", opts->verbose, "also the comparison's own words (destination atoms, start classes, leaves), each packet class's description and rule paths, at full width (default: a reviewer's text, lines of at most 100 columns)");
   cmd->add_flag("--allow-equivalent", opts->allow_equivalent,
                 "exit 0 when the states differ but no packet is treated differently");
   cmd->add_option("--local-address", opts->local_addresses,
@@ -144,6 +151,7 @@ void add_verify(CLI::App& app, int& exit_code) {
       "Exit codes: 0 identical (or equivalent with --allow-equivalent), 1 equivalent / not equivalent / cannot\n"
       "prove / the partial fails to apply, 2 error, 3 internal error (a self-check failed).");
   cmd->callback([cmd, opts, &exit_code] {
+    if (opts->verbose && opts->format != "text") throw_verbose_needs_text();
     opts->backend_given = cmd->count("--backend") > 0;
     exit_code = run(*opts);
   });

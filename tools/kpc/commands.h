@@ -11,6 +11,8 @@
 #include "compiler/iptables/lower.h"
 #include "compiler/model/objects.h"
 #include "compiler/support/input.h"
+#include "tools/cli_docs/cli_checks.h"
+#include "tools/kpc/json_report.h"
 #include "verifier/ipset/ipset.h"
 #include "verifier/state/state.h"
 

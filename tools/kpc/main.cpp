@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compiler/support/version.h"
+#include "tools/cli_docs/cli_docs.h"
 #include "tools/kpc/commands.h"
 
 namespace {
@@ -87,6 +88,8 @@ int main(int argc, char** argv) {
   kpc::cli::add_golden(app, exit_code);
   kpc::cli::add_simulate(app, exit_code);
   kpc::cli::add_trace(app, exit_code);
+  // `kpc __complete bash|zsh`, `kpc __man`: generated from the definitions above (the build runs them).
+  if (int rc = 0; kpc::cli_docs::handle(app, "kpc", std::string("kpc ") + kpc::kVersion, argc, argv, &rc)) return rc;
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -99,5 +102,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kpc: internal error: %s\n", e.what());
     return kpc::cli::kExitInternal;
   }
+  // --format json and an error before the command printed its document: the diagnostics as one.
+  if (exit_code == kpc::cli::kExitError && !kpc::cli::json_printed())
+    for (CLI::App* sub : app.get_subcommands())
+      if (const CLI::Option* f = sub->get_option_no_throw("--format"); f && f->count() && f->results().back() == "json")
+        kpc::cli::print_error_document(sub->get_name(), exit_code);
   return exit_code;
 }

@@ -157,8 +157,9 @@ bool replace_file(const Target& t, const std::string& text, int* err) {
 }
 
 bool write_error(const std::string& path, int err) {
-  Diagnostic d{DiagCode::WriteError, Pos{}, "", "", path + ": " + std::strerror(err), {}};
-  std::fprintf(stderr, "%s\n", render(d, SourceManager{}).c_str());
+  DiagSink sink;
+  sink.report(DiagCode::WriteError, Pos{}, "", "", path + ": " + std::strerror(err));
+  print_diagnostics(sink, SourceManager{});
   return false;
 }
 

@@ -34,7 +34,7 @@ bool open_rule_input(const std::string& path, uint64_t limit, RuleInput* in) {
   if (in->directory) return true;
   InputError err;
   if (!in->text.load(path, limit, &err)) {
-    std::fprintf(stderr, "%s\n", render(err).c_str());
+    print_input_error(err);
     return false;
   }
   in->rules = looks_like_rules(in->text.view());
@@ -47,7 +47,7 @@ bool read_rule_input(RuleInput& in, const RuleInputOptions& o, verifier::Ruleset
   if (in.rules) {
     std::string error;
     if (!read_state_text(in.text.view(), in.path, family, o.flavor, out, &error, store)) {
-      std::fprintf(stderr, "%s\n", error.c_str());
+      print_error(error);
       return false;
     }
     return true;
@@ -72,7 +72,7 @@ bool read_rule_input(RuleInput& in, const RuleInputOptions& o, verifier::Ruleset
   if (ok) c = compile_iptables(snap, o.backend, {}, diags);
   if (c) append_node_addresses(snap, family, node_addresses);
   diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
+  print_diagnostics(diags, sm);
   if (!c) return false;
   *out = verifier::RulesetState::empty(family, store);
   verifier::ApplyOptions ao;
@@ -98,7 +98,7 @@ bool read_ipsets(const std::string& path, uint64_t limit, verifier::ipset::Table
   InputText text;
   InputError err;
   if (!text.load(path, limit, &err)) {
-    std::fprintf(stderr, "%s\n", render(err).c_str());
+    print_input_error(err);
     return false;
   }
   std::string error;

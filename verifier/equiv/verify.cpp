@@ -151,7 +151,7 @@ VerifyResult verify(RulesetState prior, std::string_view partial, std::string_vi
   return r;
 }
 
-std::string format_text(const VerifyResult& r) {
+std::string format_text(const VerifyResult& r, bool verbose) {
   std::string out = std::string("verdict: ") + verdict_name(r.verdict) + "\n";
   if (r.failure)
     out += "the " + r.failing_program + " program fails at line " + std::to_string(r.failure->line) + ": " +
@@ -169,8 +169,9 @@ std::string format_text(const VerifyResult& r) {
   if (r.behaviour) {
     const auto& b = *r.behaviour;
     out += "packets: " + std::to_string(b.differing_classes) + " classes treated differently, " +
-           std::to_string(b.undecided_classes) + " undecided (" + b.narrowing + "; " +
-           std::to_string(b.classes_compared) + " start classes compared)\n";
+           std::to_string(b.undecided_classes) + " undecided" +
+           (verbose ? " (" + b.narrowing + "; " + std::to_string(b.classes_compared) + " start classes compared)" : "") +
+           "\n";
     if (!b.differences.empty()) {
       symbolic::ReportOptions ro;
       ro.before_name = "full";
@@ -184,7 +185,7 @@ std::string format_text(const VerifyResult& r) {
         break;
       }
       out += std::string(d.undecided ? "  undecided: " : "  witness: ") + d.witness_text + "\n";
-      out += "    class: " + d.cls + "\n";
+      if (verbose) out += "    class: " + d.cls + "\n";
       if (!d.services.empty()) {
         out += "    service:";
         for (const auto& s : d.services) out += " " + s;

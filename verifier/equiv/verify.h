@@ -64,7 +64,9 @@ VerifyResult verify(RulesetState prior, std::string_view partial, std::string_vi
                     const VerifyOptions& options = {});
 
 /// Human-readable report (one line per difference) and a JSON rendering.
-std::string format_text(const VerifyResult& r);
+/// verbose: also the comparison's own words (start classes, the narrowing) and each class's
+/// description; off, a reviewer's text (`kpc verify --verbose`).
+std::string format_text(const VerifyResult& r, bool verbose = false);
 std::string format_json(const VerifyResult& r);
 /// A PR-comment-sized Markdown report (verdict, chains, the packet-level table by service).
 std::string format_markdown(const VerifyResult& r);

@@ -1,6 +1,7 @@
 #include "verifier/symbolic/report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -34,10 +35,20 @@ std::vector<std::pair<std::string, std::vector<const Difference*>>> by_service(c
 
 }  // namespace
 
+nlohmann::ordered_json probability_json(const Probability& p) {
+  nlohmann::ordered_json j;
+  j["percent"] = std::round(p.to_double() * 100 * 10000) / 10000;
+  j["fraction"] =
+      p.denominator_log2() <= 1024 ? p.fraction() : p.numerator().str() + "/2^" + std::to_string(p.denominator_log2());
+  j["numerator"] = p.numerator().str();
+  j["denominator_log2"] = p.denominator_log2();
+  j["decimal"] = p.decimal(10);
+  return j;
+}
+
 nlohmann::ordered_json share_json(const OutcomeShare& s) {
   nlohmann::ordered_json j;
-  j["probability"] = s.probability.fraction();
-  j["p"] = s.probability.to_double();
+  j["probability"] = probability_json(s.probability);
   j["verdict"] = trace::verdict_name(s.verdict);
   if (!s.route.empty()) j["route"] = s.route;
   if (!s.dnat.empty()) j["dnat"] = s.dnat;
@@ -177,6 +188,7 @@ std::string diff_text(const CompareResult& r, const ReportOptions& o) {
   std::string out;
   if (r.equivalent()) {
     out += "equivalent: no packet is treated differently";
+    if (!o.verbose) return out + "\n";
     out += r.equivalent_by_hash ? " (" + r.narrowing + ")\n"
                                 : " (" + r.narrowing + "; " + std::to_string(r.classes_compared) +
                                       " start classes, " + std::to_string(r.leaves) + " leaves)\n";
@@ -186,8 +198,9 @@ std::string diff_text(const CompareResult& r, const ReportOptions& o) {
   out += std::to_string(r.differing_classes) + " packet classes behave differently, " +
          std::to_string(r.undecided_classes) + " undecided, in " + std::to_string(groups.size()) +
          (groups.size() == 1 ? " service" : " services") + "\n";
-  out += "(" + r.narrowing + "; " + std::to_string(r.classes_compared) + " start classes, " +
-         std::to_string(r.leaves) + " leaves)\n";
+  if (o.verbose)
+    out += "(" + r.narrowing + "; " + std::to_string(r.classes_compared) + " start classes, " +
+           std::to_string(r.leaves) + " leaves)\n";
   if (r.differences.size() < r.differing_classes + r.undecided_classes)
     out += "(showing the first " + std::to_string(r.differences.size()) + ")\n";
   if (r.sampled) out += "(a sample of the destinations: classes of the others are not listed)\n";
@@ -200,12 +213,15 @@ std::string diff_text(const CompareResult& r, const ReportOptions& o) {
         out += "  ... " + std::to_string(diffs.size() - o.max_per_service) + " more (--format json lists all)\n";
         break;
       }
-      out += std::string("  ") + (d->undecided ? "UNDECIDED " : "") + origin_name(d->origin) + ": " + d->cls + "\n";
+      if (o.verbose)
+        out += std::string("  ") + (d->undecided ? "UNDECIDED " : "") + origin_name(d->origin) + ": " + d->cls + "\n";
+      else if (d->undecided)
+        out += "  undecided:\n";
       out += "    witness: " + d->witness_text + "\n";
       for (const auto& a : d->assumptions) out += "    assuming " + a + "\n";
       for (const auto& s : d->before) out += std::string("    ") + o.before_name + ": " + format_share(s) + "\n";
       for (const auto& s : d->after) out += std::string("    ") + o.after_name + ": " + format_share(s) + "\n";
-      if (o.paths && n == 1) {  // one path per service: the rest differ only in the class
+      if (o.paths && o.verbose && n == 1) {  // one path per service: the rest differ only in the class
         for (const auto& l : d->path_before) out += std::string("      ") + o.before_name + " path: " + l + "\n";
         for (const auto& l : d->path_after) out += std::string("      ") + o.after_name + " path: " + l + "\n";
       }
@@ -273,6 +289,7 @@ std::string diff_markdown(const CompareResult& r, const ReportOptions& o) {
   }
   ReportOptions text = o;
   text.paths = false;
+  text.verbose = true;  // the collapsible block is the detail
   s += "\n<details><summary>every class</summary>\n\n```\n" + diff_text(r, text) + "```\n</details>\n";
   return s;
 }

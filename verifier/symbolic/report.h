@@ -10,6 +10,12 @@
 
 namespace kpc::verifier::symbolic {
 
+/// The one JSON shape of a probability in every kpc document (docs/schemas.md, schemas/output/
+/// common.schema.json#/$defs/probability): {"percent": 33.3333 (rounded to 4 decimals, for
+/// people), "fraction": "1431655765/4294967296" (exact, lowest terms; "N/2^K" past 2^1024),
+/// "numerator": "1431655765" (decimal string: may exceed 64 bits), "denominator_log2": 32,
+/// "decimal": "0.3333333333" (10 digits, truncated)}.
+nlohmann::ordered_json probability_json(const Probability& p);
 nlohmann::ordered_json share_json(const OutcomeShare& s);
 nlohmann::ordered_json difference_json(const Difference& d, const char* before_name, const char* after_name);
 
@@ -18,6 +24,10 @@ struct ReportOptions {
   const char* after_name = "after";
   size_t max_per_service = 4;  ///< text only; JSON lists every difference kept
   bool paths = true;           ///< the most likely path on each side, first class of each service (text)
+  /// Text: also the comparison's own words (destination atoms, start classes, leaves), each
+  /// class's description and the paths. Off, the text is for a reviewer: by Service, witnesses
+  /// and outcomes (`--verbose` of diff, verify and drift).
+  bool verbose = false;
 };
 std::string diff_text(const CompareResult& r, const ReportOptions& o = {});
 /// What changed for each Service, in words (endpoints added/removed, shares before -> after, verdict,
