@@ -97,6 +97,12 @@ def make_cases(kpc, root, tmp):
     new_v4 = os.path.join(tmp, "new.restore")
     nft = os.path.join(expected, "nftables-ipv4.nft")
     J = ["--format", "json"]
+    global failing_nft
+    failing_nft = os.path.join(tmp, "failing.nft")
+
+    def write_failing_nft():  # a transaction nft refuses: a rule in a chain that does not exist
+        with open(failing_nft, "w") as f:
+            f.write("add table ip kube-proxy\nadd rule ip kube-proxy nosuch-chain counter\n")
     # (name, argv, exit code, kind, setup) — setup runs first (files the case reads).
     return [
         ("validate", ["validate", ex] + J, 0, "validate", None),
@@ -133,7 +139,17 @@ def make_cases(kpc, root, tmp):
                                    "--kube-proxy-test"] + J, 0, "kube-proxy-trace", None),
         ("trace bad address", ["trace", v4, "--src", "nonsense", "--dst", "10.96.10.10", "--dport", "80"] + J,
          2, "error", None),
+        # nftables input: the same trace document, with numgen's non-dyadic shares (1/N).
+        ("trace nftables", ["trace", nft, "--src", "10.244.1.50", "--dst", "10.96.10.10", "--dport", "80",
+                            "--from", "pod"] + J, 0, "trace", None),
+        ("trace nftables snapshot", ["trace", ex, "--backend", "nftables", "--src", "203.0.113.7", "--dst",
+                                     "192.168.0.10", "--dport", "30080"] + J, 0, "trace", None),
+        ("trace nftables bad file", ["trace", failing_nft, "--src", "10.0.0.1", "--dst", "10.96.10.10",
+                                     "--dport", "80"] + J, 2, "error", write_failing_nft),
     ]
+
+
+failing_nft = None
 
 
 def main():
@@ -146,8 +162,10 @@ def main():
     prob = validator({"$ref": "https://kpc.dev/schemas/output/common.schema.json#/$defs/probability"}, schemas)
     used, failures, runs = set(), [], 0
     with tempfile.TemporaryDirectory(prefix="kpc-outputs-") as tmp:
-        for name, argv, want_rc, kind, _ in make_cases(args.kpc, args.root, tmp):
+        for name, argv, want_rc, kind, setup in make_cases(args.kpc, args.root, tmp):
             runs += 1
+            if setup:
+                setup()
             r = subprocess.run([args.kpc] + argv, capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
             where = "%s (kpc %s)" % (name, " ".join(argv))
             if r.returncode != want_rc:
@@ -167,6 +185,10 @@ def main():
             errs = sorted(validators[file].iter_errors(doc), key=lambda e: list(e.absolute_path))
             for e in errs[:5]:
                 failures.append("%s: %s at %s" % (where, e.message[:300], "/".join(map(str, e.absolute_path))))
+            if name == "trace nftables bad file":
+                d = (doc.get("diagnostics") or [{}])[0]
+                if d.get("file") != failing_nft or d.get("line") != 2 or d.get("column") != 24:
+                    failures.append("%s: nft's error not located at %s:2:24: %r" % (where, failing_nft, d))
             coded = [m.group(2) for m in map(CODE_LINE.search, r.stderr.splitlines()) if m]
             listed = [d["code"] for d in doc.get("diagnostics", []) if d.get("code")]
             if sorted(coded) != sorted(listed):

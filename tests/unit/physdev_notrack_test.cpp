@@ -238,7 +238,8 @@ TEST(PhysdevCli, TraceTakesBridgePorts) {
   auto unknown = with({});
   EXPECT_EQ(unknown.exit_code, 0) << unknown.err;
   EXPECT_NE(unknown.out.find("UNKNOWN"), std::string::npos) << unknown.out;
-  auto bridged = with({"--in-bridge-port", "vethwepl1", "--out-bridge-port", "vethwe-bridge"});
+  // --verbose: the packet line at full width (the default text wraps at 100 columns).
+  auto bridged = with({"--in-bridge-port", "vethwepl1", "--out-bridge-port", "vethwe-bridge", "--verbose"});
   EXPECT_NE(bridged.out.find("DROP"), std::string::npos) << bridged.out;
   EXPECT_NE(bridged.out.find("bridge port in vethwepl1, bridged to vethwe-bridge"), std::string::npos) << bridged.out;
   auto routed = with({"--in-bridge-port", "vethwepl1", "--routed"});

@@ -92,6 +92,7 @@ std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::T
   using namespace verifier::trace;
   nlohmann::ordered_json j;
   j["schema"] = "kpc.dev/trace/v1";
+  j["backend"] = "iptables";  // the same document as an nftables trace (cmd_trace_nft.cpp) but for its rule positions
   nlohmann::ordered_json p;
   p["src"] = pkt.src.str();
   p["dst"] = pkt.dst.str();
@@ -187,6 +188,7 @@ int run_nft(const TraceCliOptions& o, std::optional<std::string_view> text) {
   r.node = o.node;
   r.kube_proxy_version = o.kube_proxy_version;
   r.kernel_numgen = o.numgen == "kernel";
+  r.verbose = o.verbose;
   return run_trace_nft(r);
 }
 

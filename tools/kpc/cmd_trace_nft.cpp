@@ -4,6 +4,7 @@
 // probabilities (denominators are not powers of two: numgen shares are 1/N) and nft's rule
 // positions (table, hook, chain, rule, handle).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,8 @@
 #include "compiler/ir/rule.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/json_report.h"
+#include "tools/kpc/text_layout.h"
 #include "tools/kpc/trace_nft.h"
 #include "verifier/nft/nft.h"
 #include "verifier/nft_trace/tracer.h"
@@ -22,8 +25,16 @@ namespace {
 namespace nt = verifier::nft_trace;
 
 int bad(const std::string& msg) {
-  std::fprintf(stderr, "kpc trace: %s\n", msg.c_str());
+  print_error("kpc trace: " + msg);
   return kExitError;
+}
+
+// An nft error as nft prints it (file:line:column, the line, a marker), through the recorder so
+// that --format json lists it too, located.
+void print_nft_error(const verifier::nft::NftError& e) {
+  std::string rendered = e.render();
+  while (!rendered.empty() && rendered.back() == '\n') rendered.pop_back();
+  print_tool_error(rendered, e.file, e.line, e.col_begin, e.message);
 }
 
 bool parse_u32(const std::string& s, uint32_t* v) {
@@ -45,14 +56,17 @@ std::string hex(uint32_t v) {
   return b;
 }
 
+// The one probability shape of every kpc document (schemas/output/common.schema.json), with
+// denominator_log2 null: numgen's 1/N shares are not dyadic.
 nlohmann::ordered_json probability_json(const nt::Fraction& p) {
   nlohmann::ordered_json j;
-  j["decimal"] = p.decimal(10);
+  j["percent"] = std::round(p.to_double() * 100 * 10000) / 10000;
+  j["fraction"] = p.fraction();
   j["numerator"] = p.numerator().str();
   int l2 = p.denominator_log2();
   j["denominator_log2"] = l2 >= 0 ? nlohmann::ordered_json(l2) : nlohmann::ordered_json(nullptr);
   j["denominator"] = p.denominator().str();
-  j["fraction"] = p.fraction();
+  j["decimal"] = p.decimal(10);
   return j;
 }
 
@@ -60,9 +74,8 @@ nlohmann::ordered_json opt(const std::optional<std::string>& s) {
   return s ? nlohmann::ordered_json(*s) : nlohmann::ordered_json(nullptr);
 }
 
-std::string to_json(const nt::Packet& pkt, const nt::TraceOptions& topt, const nt::TraceResult& r) {
-  nlohmann::ordered_json j;
-  j["schema"] = "kpc.dev/trace/v1";
+nlohmann::ordered_json to_json(const nt::Packet& pkt, const nt::TraceOptions& topt, const nt::TraceResult& r) {
+  nlohmann::ordered_json j = json_document("trace");
   j["backend"] = "nftables";
   nlohmann::ordered_json p;
   p["src"] = pkt.src.str();
@@ -130,7 +143,7 @@ std::string to_json(const nt::Packet& pkt, const nt::TraceOptions& topt, const n
   }
   j["distribution"] = dist;
   j["total_probability"] = probability_json(r.total());
-  return j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+  return j;
 }
 
 // The node's state from RULES; node_addresses: a snapshot's Node. False with the error printed.
@@ -145,7 +158,7 @@ bool load_state(const NftTraceRequest& r, IPFamily family, verifier::nft::NftSta
   } else if (!directory) {
     InputError err;
     if (!input.load(r.rules, r.max_input_size, &err)) {
-      std::fprintf(stderr, "%s\n", render(err).c_str());
+      print_input_error(err);
       return false;
     }
     text = input.view();
@@ -155,15 +168,15 @@ bool load_state(const NftTraceRequest& r, IPFamily family, verifier::nft::NftSta
     verifier::nft::NftError err;
     if (verifier::nft::looks_like_listing(text)) {
       if (!verifier::nft::parse_listing(text, name, state, &err)) {
-        std::fputs(err.render().c_str(), stderr);
+        print_nft_error(err);
         return false;
       }
       return true;
     }
     auto res = verifier::nft::apply_script(*state, text, name);
     if (!res.ok) {
-      for (const auto& e : res.errors) std::fputs(e.render().c_str(), stderr);
-      if (res.errors.empty() && res.error) std::fputs(res.error->render().c_str(), stderr);
+      for (const auto& e : res.errors) print_nft_error(e);
+      if (res.errors.empty() && res.error) print_nft_error(*res.error);
       return false;
     }
     for (const auto& w : res.warnings) notes->push_back(w);
@@ -182,12 +195,12 @@ bool load_state(const NftTraceRequest& r, IPFamily family, verifier::nft::NftSta
   if (ok) program = compile_program(snap, Target{BackendKind::NFTables, family}, r.kube_proxy_version, diags);
   if (program) append_node_addresses(snap, family, node_addresses);
   diags.sort_and_dedup();
-  std::fputs(diags.render(sm).c_str(), stderr);
+  print_diagnostics(diags, sm);
   if (!program) return false;
   auto res = verifier::nft::apply_script(*state, *program, "compiled.nft");
   if (!res.ok) {
-    std::fprintf(stderr, "internal error: the compiled transaction fails: %s\n",
-                 res.error ? res.error->to_string().c_str() : "?");
+    print_error("internal error: the compiled transaction fails: " +
+                (res.error ? res.error->to_string() : std::string("?")));
     return false;
   }
   notes->push_back("compiled the snapshot with the nftables back end (kube-proxy " + r.kube_proxy_version + ")");
@@ -279,8 +292,10 @@ int run_trace_nft(const NftTraceRequest& o) {
   nt::Tracer tracer(state, topt);
   nt::TraceResult res = tracer.trace(pkt);
   res.notes.insert(res.notes.begin(), notes.begin(), notes.end());
-  std::string out = o.format == "json" ? to_json(pkt, topt, res) : nt::format_text(pkt, topt, res);
-  if (!write_output("", out)) return kExitError;
+  if (o.format == "json")
+    print_json(to_json(pkt, topt, res));
+  else if (!write_output("", o.verbose ? nt::format_text(pkt, topt, res) : reviewer_text(nt::format_text(pkt, topt, res))))
+    return kExitError;
 
   std::vector<std::string> failed;
   std::set<std::string> dnats;

@@ -89,6 +89,17 @@ void print_error(const std::string& line) {
   recorded().push_back(std::move(j));
 }
 
+void print_tool_error(const std::string& rendered, const std::string& file, int line, int column,
+                      const std::string& message) {
+  std::fprintf(stderr, "%s\n", rendered.c_str());
+  auto j = entry(nullptr, nullptr, message);
+  if (!file.empty()) j["file"] = file;
+  if (line > 0) j["line"] = line;
+  if (column > 0) j["column"] = column;
+  if (size_t nl = rendered.find('\n'); nl != std::string::npos) j["notes"].push_back(rendered.substr(nl + 1));
+  recorded().push_back(std::move(j));
+}
+
 nlohmann::ordered_json recorded_diagnostics() {
   nlohmann::ordered_json a = nlohmann::ordered_json::array();
   for (const auto& d : recorded()) a.push_back(d);

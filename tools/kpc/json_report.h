@@ -23,6 +23,12 @@ void print_input_error(const InputError& e);
 /// to stderr as given and recorded with that message.
 void print_error(const std::string& line);
 
+/// An error as another tool prints it (nft's "FILE:LINE:COL: Error: ..." with its source and marker
+/// lines): printed to stderr as rendered, recorded with its location and message (uncoded: the
+/// words are the real tool's), the source and marker lines as a note.
+void print_tool_error(const std::string& rendered, const std::string& file, int line, int column,
+                      const std::string& message);
+
 /// The diagnostics recorded so far, as JSON objects:
 /// {code, name, severity, file, line, column, object, path, message, notes}.
 nlohmann::ordered_json recorded_diagnostics();

@@ -29,6 +29,7 @@ struct NftTraceRequest {
   std::string node;
   std::string kube_proxy_version = "1.35";
   bool kernel_numgen = false;  ///< --numgen kernel
+  bool verbose = false;        ///< text at full width (else lines of at most 100 columns)
 };
 
 /// True when text's first command (blank lines and '#' comments skipped) is an nft command

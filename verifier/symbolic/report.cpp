@@ -42,6 +42,11 @@ nlohmann::ordered_json probability_json(const Probability& p) {
       p.denominator_log2() <= 1024 ? p.fraction() : p.numerator().str() + "/2^" + std::to_string(p.denominator_log2());
   j["numerator"] = p.numerator().str();
   j["denominator_log2"] = p.denominator_log2();
+  // The denominator itself, as nft's (non-dyadic) shares need it (tools/kpc/cmd_trace_nft.cpp):
+  // 2^K in decimal, or "2^K" past 2^1024 as in the fraction.
+  const std::string f = j["fraction"].get<std::string>();
+  const size_t slash = f.find('/');
+  j["denominator"] = slash == std::string::npos ? std::string("1") : f.substr(slash + 1);
   j["decimal"] = p.decimal(10);
   return j;
 }
