@@ -104,6 +104,10 @@ if [ "$(id -u)" = 0 ] && ip netns add kpc-demo 2>/dev/null; then
   ip netns exec kpc-demo nft list chain ip kube-proxy services
   ip netns del kpc-demo
 fi
+printf '\nThe nft packet tracer (issue 16): a pod connecting to shop/web through the nftables program - numgen\n'
+printf 'shares exactly 1/2 each, checked as a CI assertion:\n'
+step "$KPC" trace "$OUT/nftables.nft" --src 10.244.1.50 --dst 10.96.10.10 --dport 80 --from pod \
+  --expect-dnat 10.244.1.5:8080 --expect-dnat 10.244.2.6:8080 | grep -E '^\[|^packet'
 
 printf '\nKEP-4963 fast path: Services with trafficHint: LongLived (shop/web here) offloaded to a flowtable:\n'
 step "$KPC" compile "$EXAMPLE" --backend fastpath -o "$OUT/fastpath.nft"
