@@ -82,23 +82,28 @@ bool decode_watch_event(std::string_view json, WatchEvent* out, bool* skipped, s
     }
     return true;
   }
+  return decode_watch_object(*obj, sm, out, error);
+}
+
+bool decode_watch_object(const DocNode& obj, const SourceManager& sm, WatchEvent* out, std::string* error) {
+  DiagSink diags;
   bool ok = false;
   switch (out->kind) {
     case WatchEvent::Kind::Service: {
       Service s;
-      ok = decode_service(*obj, &s, diags);
+      ok = decode_service(obj, &s, diags);
       if (ok) out->ns = s.meta.ns, out->name = s.meta.name, out->service = std::move(s);
       break;
     }
     case WatchEvent::Kind::EndpointSlice: {
       EndpointSlice s;
-      ok = decode_endpoint_slice(*obj, &s, diags);
+      ok = decode_endpoint_slice(obj, &s, diags);
       if (ok) out->ns = s.meta.ns, out->name = s.meta.name, out->slice = std::move(s);
       break;
     }
     case WatchEvent::Kind::Node: {
       Node n;
-      ok = decode_node(*obj, &n, diags);
+      ok = decode_node(obj, &n, diags);
       if (ok) out->name = n.meta.name, out->node = std::move(n);
       break;
     }

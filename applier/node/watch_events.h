@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/model/doc.h"
 #include "compiler/model/objects.h"
 
 namespace kpc::applier {
@@ -60,5 +61,10 @@ class WatchStreamDecoder {
 /// Decodes one event's JSON text (tests). False with *error on a malformed event; true with
 /// *skipped set for bookmarks and kinds not read.
 bool decode_watch_event(std::string_view json, WatchEvent* out, bool* skipped, std::string* error);
+
+/// Decodes one object of kind out->kind (a Service, EndpointSlice or Node as the API server
+/// sends it, in a watch event or a list's items) with the model's decoders, filling out's
+/// ns/name and object. False with *error (the first located error, rendered with sm).
+bool decode_watch_object(const DocNode& obj, const SourceManager& sm, WatchEvent* out, std::string* error);
 
 }  // namespace kpc::applier

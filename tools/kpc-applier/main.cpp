@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -14,6 +15,7 @@
 
 #include "applier/node/cleanup.h"
 #include "applier/node/kernel_dataplane.h"
+#include "applier/node/kube_api_source.h"
 #include "applier/node/sources.h"
 #include "applier/node/sync_loop.h"
 #include "applier/node/watch_events.h"
@@ -45,6 +47,8 @@ Examples:
   kpc-applier --watch cluster/ --config kube-proxy.yaml --node node-a --state-dir /var/lib/kpc-applier
   kubectl get services,endpointslices,nodes -A --watch --output-watch-events -o json |
       kpc-applier --watch - --config kube-proxy.yaml --node node-a
+  kpc-applier --kubeconfig /etc/kubernetes/kube-proxy.conf --config kube-proxy.yaml --node node-a
+  kpc-applier --config kube-proxy.yaml                 in a pod: the in-cluster service account
   kpc-applier --watch cluster/ --once                  one sync, then exit (tests, cron)
   kpc-applier --cleanup --dry-run                      what --cleanup would remove
   kpc-applier --cleanup                                remove kube-proxy's rules (KEP-2448: only on request)
@@ -52,8 +56,7 @@ Examples:
 Exit codes: 0 ok (--once: the sync applied; --cleanup: everything removed); 1 a sync failed
 (--once) or --cleanup could not remove something; 2 usage, configuration or snapshot error.
 Logs: one JSON line per sync on stderr (kind, services changed, bytes, compile/verify/apply ms, verdict).
-Not in this increment: the Kubernetes API client (--kubeconfig), metrics and /healthz, drift
-repair every syncPeriod, IPVS.
+Not in this increment: metrics and /healthz, drift repair every syncPeriod, IPVS.
 )";
 
 }  // namespace
@@ -63,9 +66,14 @@ int main(int argc, char** argv) {
   app.footer(kHelpFooter);
   std::string watch, config_file, node, state_dir, verify = "always", iptables = "auto";
   std::string ipt_restore, ip6t_restore, nft_bin = "nft", family = "both";
+  std::string kubeconfig, kube_context, sa_dir = kServiceAccountDir;
   bool once = false, cleanup = false, dry_run = false;
   int64_t debounce_ms = 200;
   app.add_option("--watch", watch, "snapshot file or directory (re-read on change), or - for kubectl watch events on stdin");
+  app.add_option("--kubeconfig", kubeconfig, "list and watch the API server named by this kubeconfig's current context");
+  app.add_option("--context", kube_context, "with --kubeconfig: this context instead of the current one");
+  app.add_option("--service-account-dir", sa_dir, "in-cluster credentials (token, ca.crt); without --watch and --kubeconfig, "
+                 "used when KUBERNETES_SERVICE_HOST is set")->capture_default_str();
   app.add_option("--config", config_file, "KubeProxyConfiguration file (and optionally a NodeEnvironment): overrides the snapshot's");
   app.add_option("--node", node, "this node's name (kube-proxy's --hostname-override)");
   app.add_option("--state-dir", state_dir, "where the last applied/failed programs and proof failures are kept");
@@ -79,7 +87,7 @@ int main(int argc, char** argv) {
   app.add_option("--family", family, "IP families to program: ipv4, ipv6, both (those the node has addresses of)")
       ->check(CLI::IsMember({"ipv4", "ipv6", "both"}));
   app.add_option("--debounce-ms", debounce_ms, "--watch PATH: quiet time before a re-read (ms)");
-  app.add_flag("--once", once, "one sync, then exit (--watch -: after the end of stdin)");
+  app.add_flag("--once", once, "one sync, then exit (--watch -: after the end of stdin; the API: after the initial lists)");
   app.add_flag("--cleanup", cleanup, "remove kube-proxy's iptables chains and nft tables, and exit");
   app.add_flag("--dry-run", dry_run, "with --cleanup: print what would be removed");
   try {
@@ -103,9 +111,25 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kpc-applier: --dry-run goes with --cleanup\n");
     return 2;
   }
-  if (watch.empty()) {
-    std::fprintf(stderr, "kpc-applier: --watch PATH or --watch - is required (see --help)\n");
+  // ---- the source: --watch PATH, --watch -, --kubeconfig, or the in-cluster service account
+  if (!watch.empty() && !kubeconfig.empty()) {
+    std::fprintf(stderr, "kpc-applier: --watch and --kubeconfig are two sources; give one\n");
     return 2;
+  }
+  std::optional<KubeCredentials> creds;
+  if (watch.empty()) {
+    KubeCredentials c;
+    std::string err;
+    bool ok = !kubeconfig.empty() ? load_kubeconfig(kubeconfig, kube_context, &c, &err)
+              : std::getenv("KUBERNETES_SERVICE_HOST") ? load_in_cluster(sa_dir, &c, &err)
+                                                     : (err = "a source is required: --watch PATH, --watch -, --kubeconfig "
+                                                              "FILE, or run in a pod (KUBERNETES_SERVICE_HOST); see --help",
+                                                        false);
+    if (!ok) {
+      std::fprintf(stderr, "kpc-applier: %s\n", err.c_str());
+      return 2;
+    }
+    creds = std::move(c);
   }
 
   // ---- the node's configuration
@@ -125,7 +149,7 @@ int main(int argc, char** argv) {
     if (!node.empty()) c.config.hostname_override = node;
     config_snap = std::move(c);
   }
-  if (watch != "-") {
+  if (!watch.empty() && watch != "-") {
     std::string diags;
     if (!load_snapshot_paths({watch}, config_snap ? "" : node, &initial, &diags)) {
       std::fprintf(stderr, "%skpc-applier: %s: the snapshot does not load\n", diags.c_str(), watch.c_str());
@@ -165,27 +189,54 @@ int main(int argc, char** argv) {
   SteadyClock clock;
   SyncLoop loop(*lo, clock, dp, log_line);
   if (config_snap) loop.set_config(config_snap->config, config_snap->env.present ? &config_snap->env : nullptr);
-  if (watch != "-") loop.replace_all(initial);
+  if (!watch.empty() && watch != "-") loop.replace_all(initial);
+
+  std::unique_ptr<KubeApiSource> api;
+  if (creds) {
+    // This Node's name: --node, the configuration's hostnameOverride, else the host name
+    // (lower-cased, as kube-proxy does).
+    std::string node_name = !node.empty() ? node : cfg.hostname_override;
+    if (node_name.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      node_name = host;
+      for (char& ch : node_name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+    if (!config_snap) {
+      ProxyConfig c = cfg;
+      c.hostname_override = node_name;
+      loop.set_config(c, nullptr);
+    }
+    KubeApiOptions ko;
+    ko.node_name = node_name;
+    log_line(nlohmann::json{{"msg", "kube-api source"}, {"server", creds->server}, {"credentials", creds->origin},
+                            {"node", node_name}}
+                 .dump());
+    api = std::make_unique<KubeApiSource>(*creds, ko, log_line);
+    api->start();
+  }
 
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
 
   // ---- --watch PATH --once / the stdin stream
-  if (watch != "-" && once) return loop.sync_now().ok ? 0 : 1;
+  if (!api && watch != "-" && once) return loop.sync_now().ok ? 0 : 1;
 
   std::unique_ptr<PathWatcher> watcher;
   WatchStreamDecoder decoder;
   bool stdin_open = watch == "-";
-  bool ready = watch != "-";  // stdin: the first sync after the initial list (a quiet period) or EOF
+  // stdin: the first sync after the initial list (a quiet period) or EOF; the API: after every
+  // resource has been listed once (kube-proxy waits for its informers to sync).
+  bool ready = watch != "-" && !api;
   int64_t reload_at = -1, last_input = -1;
   bool any_input = false;
-  if (watch != "-") {
+  if (!api && watch != "-") {
     watcher = std::make_unique<PathWatcher>(watch);
     if (!watcher->ok()) {
       std::fprintf(stderr, "kpc-applier: --watch %s: %s\n", watch.c_str(), watcher->error().c_str());
       return 2;
     }
-  } else {
+  } else if (!api) {
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
   }
   bool last_ok = true;
@@ -194,12 +245,25 @@ int main(int argc, char** argv) {
     int64_t wake = ready ? loop.next_sync_ms() : now + 1000;
     if (reload_at >= 0) wake = std::min(wake, reload_at);
     if (!ready && any_input) wake = std::min(wake, last_input + debounce_ms);
-    pollfd p{watcher ? watcher->fd() : (stdin_open ? 0 : -1), POLLIN, 0};
+    pollfd p{api ? api->fd() : watcher ? watcher->fd() : (stdin_open ? 0 : -1), POLLIN, 0};
     int timeout = static_cast<int>(std::clamp<int64_t>(wake - now, 0, 60'000));
     int pr = poll(&p, 1, timeout);
     now = clock.now_ms();
     if (pr > 0 && watcher && watcher->drain()) reload_at = now + debounce_ms;
-    if (pr > 0 && !watcher && stdin_open) {
+    if (api) {
+      bool synced = api->synced();  // before drain: the events of a finished list are queued by then
+      for (const auto& e : api->drain()) loop.apply_event(e);
+      if (!ready && synced) {
+        ready = true;
+        log_msg("kube-api source synced");
+        if (once) {
+          int rc = loop.sync_now().ok ? 0 : 1;
+          api->stop();
+          return rc;
+        }
+      }
+    }
+    if (pr > 0 && !watcher && !api && stdin_open) {
       char buf[65536];
       for (;;) {
         ssize_t n = read(0, buf, sizeof buf);

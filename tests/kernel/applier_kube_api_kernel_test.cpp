@@ -1,0 +1,170 @@
+// kpc-applier with --kubeconfig end to end (issue 15 §1): the local HTTPS API test server
+// (tests/support/kube_api_server.py) and the applier run in one network namespace with real
+// iptables (legacy); after the initial lists (--once) and after each change served by watch
+// events (the long-running loop), the kernel holds exactly what `kpc compile` of the
+// server's objects gives on a fresh node.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "applier/core/repair.h"
+#include "applier/node/kernel_dataplane.h"
+#include "applier/node/sources.h"
+#include "compiler/driver/compile.h"
+#include "tests/support/cluster_changes.h"
+#include "tests/support/cluster_env.h"
+#include "tests/support/kube_api_server.h"
+#include "tests/support/netns.h"
+#include "tests/support/snapshot_gen.h"
+#include "verifier/trace/tracer.h"
+
+namespace kpc::test {
+namespace {
+
+// iptables-save without comments and counters.
+std::string normalized_save(const Netns& ns) {
+  auto r = ns.exec({"iptables-legacy-save"});
+  std::string out;
+  for (size_t pos = 0; pos < r.out.size();) {
+    size_t nl = r.out.find('\n', pos);
+    std::string l = r.out.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (l.empty() || l[0] == '#') continue;
+    if (l[0] == ':') l = l.substr(0, l.rfind(' '));
+    out += l + "\n";
+  }
+  return out;
+}
+
+// `kpc compile` of the snapshot, restored in a fresh namespace with kube-proxy's jumps.
+std::string expected_iptables(const Snapshot& snap) {
+  Netns b;
+  EXPECT_TRUE(b.add_kube_proxy_nfacct());
+  DiagSink d;
+  auto full = compile_iptables(snap, Backend::IPTables, {}, d);
+  EXPECT_TRUE(full.has_value());
+  if (!full) return "";
+  auto r = b.exec({"iptables-legacy-restore", "--noflush", "-w"}, full->text);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& [t, chains] : applier::program_chains(full->text).declared)
+    for (const auto& j : verifier::trace::kube_proxy_jumps()) {
+      if (j.table != t || std::find(chains.begin(), chains.end(), j.to) == chains.end()) continue;
+      std::vector<std::string> argv{"iptables-legacy", "-w", "-t", ir::table_name(t), "-I", std::string(j.from)};
+      for (auto& a : applier::split_rule_args(j.rule_text())) argv.push_back(a);
+      EXPECT_EQ(b.exec(argv).exit_code, 0);
+    }
+  return normalized_save(b);
+}
+
+// The cluster as the server serves it (objects.yaml) and as the node is configured
+// (config.yaml: the KubeProxyConfiguration and NodeEnvironment); the directory is what
+// `kpc compile` reads.
+struct ServedCluster {
+  testgen::GeneratedCluster gen;
+  std::string dir;
+  void write() const {
+    auto docs = gen.yaml_documents();
+    std::string objects, config;
+    for (size_t i = 0; i < docs.size(); ++i) {
+      bool is_config = gen.config && i + 1 == docs.size();
+      (is_config ? config : objects) += "---\n" + docs[i];
+    }
+    write_file(dir + "/objects.yaml", objects);
+    write_file(dir + "/config.yaml", config + "---\n" + kDualStackEnvironment);
+  }
+  Snapshot load() const {
+    Snapshot s;
+    std::string diags;
+    EXPECT_TRUE(applier::load_snapshot_paths({dir}, "", &s, &diags)) << diags;
+    return s;
+  }
+};
+
+// An endpoint goes, one comes, a Service goes (as in applier_kernel_test).
+void change(testgen::GeneratedCluster& g, int step) {
+  switch (step % 3) {
+    case 0:
+      for (auto& s : g.slices)
+        if (s.endpoints.size() > 1) return s.endpoints.pop_back();
+      [[fallthrough]];
+    case 1:
+      for (auto& s : g.slices)
+        if (!s.endpoints.empty() && s.address_type == "IPv4") {
+          auto e = s.endpoints.front();
+          e.addresses = {fresh_ip(false, 100 + step)};
+          s.endpoints.push_back(e);
+          return;
+        }
+      return;
+    default:
+      if (g.services.size() > 1) {
+        std::string key = g.services.back().name, ns = g.services.back().ns;
+        g.services.pop_back();
+        std::erase_if(g.slices, [&](const testgen::GenSlice& s) { return s.ns == ns && s.service_name == key; });
+      }
+  }
+}
+
+TEST(ApplierKubeApiKernel, KubeconfigToTheTestServerConvergesToKpcCompileOfItsObjects) {
+  if (!can_use_netns()) GTEST_SKIP() << "needs root and network namespaces";
+  if (!can_run_kube_api_server()) GTEST_SKIP() << "needs python3 (yaml, ssl) and openssl";
+  ASSERT_TRUE(test_pki().ok) << test_pki().error;
+  Netns a;
+  ASSERT_EQ(a.exec({"ip", "link", "set", "lo", "up"}).exit_code, 0);
+  ASSERT_TRUE(a.add_kube_proxy_nfacct());
+  ServedCluster c;
+  testgen::GenOptions go;
+  go.max_services = 6;
+  c.gen = make_compilable(testgen::sample_cluster(31, 30, go));
+  c.gen.config->mode = "iptables";
+  c.gen.config->sync_period = c.gen.config->min_sync_period = "";  // kube-proxy's 30 s / 1 s
+  c.dir = temp_dir("kube-api-e2e");
+  c.write();
+
+  KubeApiServer server;
+  KubeApiServerOptions so;
+  so.token = "e2e-token";
+  so.objects = {c.dir + "/objects.yaml"};
+  so.netns = a.name();
+  ASSERT_TRUE(server.start(so)) << server.error();
+  std::string kc = write_kubeconfig(temp_dir("kube-api-e2e-kc"), server.url(), KubeconfigAuth::Token, "e2e-token");
+  std::vector<std::string> args{bin_path("kpc-applier"), "--kubeconfig", kc,       "--config", c.dir + "/config.yaml",
+                                "--iptables",           "legacy",     "--family", "ipv4",     "--state-dir",
+                                temp_dir("kube-api-e2e-state")};
+
+  // --once: the initial lists, one full sync.
+  auto once_args = args;
+  once_args.push_back("--once");
+  auto r = a.exec(once_args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("kube-api source synced"), std::string::npos) << r.err;
+  std::string want = expected_iptables(c.load());
+  ASSERT_EQ(normalized_save(a), want) << first_difference(normalized_save(a), want, "kernel", "kpc compile");
+
+  // The loop: each change reaches the kernel through watch events.
+  std::vector<std::string> loop_args{"ip", "netns", "exec", a.name()};
+  loop_args.insert(loop_args.end(), args.begin(), args.end());
+  std::string log = temp_dir("kube-api-e2e-log") + "/stderr";
+  ChildProcess applier;
+  ASSERT_TRUE(applier.start(loop_args, log));
+  for (int step = 1; step <= 3; ++step) {
+    change(c.gen, step);
+    c.write();
+    ASSERT_TRUE(server.command({{"op", "load"}, {"files", {c.dir + "/objects.yaml"}}})["ok"]);
+    want = expected_iptables(c.load());
+    std::string got;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while ((got = normalized_save(a)) != want && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(got, want) << "step " << step << ": " << first_difference(got, want, "kernel", "kpc compile") << "\n"
+                         << read_file(log);
+  }
+  EXPECT_EQ(applier.stop(), 0) << read_file(log);
+  std::string logs = read_file(log);
+  EXPECT_NE(logs.find("\"kind\":\"partial\""), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("\"result\":\"failed\""), std::string::npos) << logs;
+}
+
+}  // namespace
+}  // namespace kpc::test
