@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,6 +69,9 @@ struct FamilyReport {
   bool ok = true;
   std::string error;
   size_t jumps_inserted = 0;
+  /// iptables: rules written by this sync, and rules in kube-proxy's chains after it, by
+  /// table ("nat", "filter") — kube-proxy's sync_proxy_rules_iptables_last/_total.
+  std::map<std::string, size_t> rules_written, rules_total;
 };
 
 struct SyncReport {

@@ -2,7 +2,7 @@
 // (tests/support/kube_api_server.py) and the applier run in one network namespace with real
 // iptables (legacy); after the initial lists (--once) and after each change served by watch
 // events (the long-running loop), the kernel holds exactly what `kpc compile` of the
-// server's objects gives on a fresh node.
+// server's objects gives on a fresh node; then /metrics, /healthz and /livez are scraped.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -154,6 +154,7 @@ TEST(ApplierKubeApiKernel, KubeconfigToTheTestServerConvergesToKpcCompileOfItsOb
   // The loop: each change reaches the kernel through watch events.
   std::vector<std::string> loop_args{"ip", "netns", "exec", a.name()};
   loop_args.insert(loop_args.end(), args.begin(), args.end());
+  for (auto x : {"--metrics-bind-address", "127.0.0.1:0", "--healthz-bind-address", "127.0.0.1:0"}) loop_args.push_back(x);
   std::string log = temp_dir("kube-api-e2e-log") + "/stderr";
   ChildProcess applier;
   ASSERT_TRUE(applier.start(loop_args, log));
@@ -171,6 +172,31 @@ TEST(ApplierKubeApiKernel, KubeconfigToTheTestServerConvergesToKpcCompileOfItsOb
     ASSERT_EQ(got, want) << "step " << step << ": " << first_difference(got, want, "kernel", "kpc compile") << "\n"
                          << read_file(log);
   }
+  // What operators see, scraped from inside the namespace.
+  auto port_of = [&](const std::string& what) {
+    std::string logs = read_file(log), key = "\"msg\":\"" + what + "\",\"port\":";
+    size_t at = logs.find(key);
+    return at == std::string::npos ? std::string() : std::to_string(std::atoi(logs.c_str() + at + key.size()));
+  };
+  auto get = [&](const std::string& url) {
+    return a.exec({"python3", "-c",
+                   "import sys, urllib.request, urllib.error\n"
+                   "try: r = urllib.request.urlopen(sys.argv[1]); print(r.status); print(r.read().decode())\n"
+                   "except urllib.error.HTTPError as e: print(e.code); print(e.read().decode())",
+                   url});
+  };
+  std::string mport = port_of("metrics server"), hport = port_of("healthz server");
+  ASSERT_FALSE(mport.empty() || hport.empty()) << read_file(log);
+  auto m = get("http://127.0.0.1:" + mport + "/metrics");
+  EXPECT_EQ(m.out.rfind("200\n", 0), 0u) << m.out << m.err;
+  EXPECT_NE(m.out.find("kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"} "), std::string::npos) << m.out;
+  EXPECT_EQ(m.out.find("kubeproxy_sync_partial_proxy_rules_duration_seconds_count{ip_family=\"IPv4\"} 0\n"), std::string::npos) << m.out;
+  EXPECT_EQ(m.out.find("kubeproxy_sync_proxy_rules_iptables_total{ip_family=\"IPv4\",table=\"nat\"} 0\n"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("kpc_partial_verify_failures_total{ip_family=\"IPv4\"} 0\n"), std::string::npos) << m.out;
+  auto hz = get("http://127.0.0.1:" + hport + "/healthz");
+  EXPECT_EQ(hz.out.rfind("200\n", 0), 0u) << hz.out << hz.err;
+  EXPECT_NE(hz.out.find("\"nodeEligible\":true"), std::string::npos) << hz.out;
+  EXPECT_EQ(get("http://127.0.0.1:" + hport + "/livez").out.rfind("200\n", 0), 0u);
   EXPECT_EQ(applier.stop(), 0) << read_file(log);
   std::string logs = read_file(log);
   EXPECT_NE(logs.find("\"kind\":\"partial\""), std::string::npos) << logs;

@@ -7,15 +7,20 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "applier/node/cleanup.h"
 #include "applier/node/kernel_dataplane.h"
+#include "applier/node/http_server.h"
 #include "applier/node/kube_api_source.h"
+#include "applier/node/metrics.h"
 #include "applier/node/sources.h"
 #include "applier/node/sync_loop.h"
 #include "applier/node/watch_events.h"
@@ -32,6 +37,10 @@ void log_line(const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
 }
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 void log_msg(const std::string& msg, const std::string& detail = "") {
   nlohmann::json j{{"msg", msg}};
   if (!detail.empty()) j["detail"] = detail;
@@ -56,7 +65,9 @@ Examples:
 Exit codes: 0 ok (--once: the sync applied; --cleanup: everything removed); 1 a sync failed
 (--once) or --cleanup could not remove something; 2 usage, configuration or snapshot error.
 Logs: one JSON line per sync on stderr (kind, services changed, bytes, compile/verify/apply ms, verdict).
-Not in this increment: metrics and /healthz, drift repair every syncPeriod, IPVS.
+Metrics (Prometheus, kube-proxy's names) on --metrics-bind-address /metrics; kube-proxy's /healthz
+and /livez on --healthz-bind-address (neither with --once).
+Not in this increment: drift repair every syncPeriod, IPVS.
 )";
 
 }  // namespace
@@ -67,6 +78,7 @@ int main(int argc, char** argv) {
   std::string watch, config_file, node, state_dir, verify = "always", iptables = "auto";
   std::string ipt_restore, ip6t_restore, nft_bin = "nft", family = "both";
   std::string kubeconfig, kube_context, sa_dir = kServiceAccountDir;
+  std::optional<std::string> metrics_bind, healthz_bind;
   bool once = false, cleanup = false, dry_run = false;
   int64_t debounce_ms = 200;
   app.add_option("--watch", watch, "snapshot file or directory (re-read on change), or - for kubectl watch events on stdin");
@@ -74,6 +86,10 @@ int main(int argc, char** argv) {
   app.add_option("--context", kube_context, "with --kubeconfig: this context instead of the current one");
   app.add_option("--service-account-dir", sa_dir, "in-cluster credentials (token, ca.crt); without --watch and --kubeconfig, "
                  "used when KUBERNETES_SERVICE_HOST is set")->capture_default_str();
+  app.add_option("--metrics-bind-address", metrics_bind,
+                 "HOST:PORT of /metrics (default: the configuration's metricsBindAddress, 127.0.0.1:10249; \"\" = off)");
+  app.add_option("--healthz-bind-address", healthz_bind,
+                 "HOST:PORT of /healthz and /livez (default: the configuration's healthzBindAddress, 0.0.0.0:10256; \"\" = off)");
   app.add_option("--config", config_file, "KubeProxyConfiguration file (and optionally a NodeEnvironment): overrides the snapshot's");
   app.add_option("--node", node, "this node's name (kube-proxy's --hostname-override)");
   app.add_option("--state-dir", state_dir, "where the last applied/failed programs and proof failures are kept");
@@ -191,6 +207,57 @@ int main(int argc, char** argv) {
   if (config_snap) loop.set_config(config_snap->config, config_snap->env.present ? &config_snap->env : nullptr);
   if (!watch.empty() && watch != "-") loop.replace_all(initial);
 
+  // ---- what operators see: metrics and health (kube-proxy's; not for a one-shot run)
+  ApplierMetrics metrics(lo->mode, 2 * lo->sync_period_ms, lo->families);
+  TinyHttpServer metrics_server, healthz_server;
+  if (!once) {
+    std::string mb = metrics_bind.value_or(cfg.metrics_bind_address), hb = healthz_bind.value_or(cfg.healthz_bind_address);
+    std::string err;
+    // As in kube-proxy, a server that cannot bind is logged, not fatal: the node keeps its rules.
+    if (!mb.empty() && !metrics_server.start(mb, [&](const std::string& path) {
+          if (path != "/metrics") return HttpResponse{};
+          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics.render()};
+        }, &err))
+      log_line(nlohmann::json{{"msg", "metrics server not started"}, {"error", err}}.dump());
+    else if (!mb.empty())
+      log_line(nlohmann::json{{"msg", "metrics server"}, {"address", mb}, {"port", metrics_server.port()}}.dump());
+    if (!hb.empty() && !healthz_server.start(hb, [&](const std::string& path) {
+          if (path != "/healthz" && path != "/livez") return HttpResponse{};
+          HttpResponse r;
+          r.status = metrics.healthz(path == "/livez", wall_ms(), &r.body);
+          r.content_type = "application/json";
+          return r;
+        }, &err))
+      log_line(nlohmann::json{{"msg", "healthz server not started"}, {"error", err}}.dump());
+    else if (!hb.empty())
+      log_line(nlohmann::json{{"msg", "healthz server"}, {"address", hb}, {"port", healthz_server.port()}}.dump());
+  }
+  // kube-proxy's network programming latency: an EndpointSlice's last-change-trigger-time
+  // annotation to the sync of its family that applied it.
+  std::map<IPFamily, std::vector<int64_t>> triggers;
+  auto on_event = [&](const WatchEvent& e) {
+    loop.apply_event(e);
+    metrics.queued(wall_ms());
+    if (e.slice) {
+      auto a = e.slice->meta.annotations.find("endpoints.kubernetes.io/last-change-trigger-time");
+      int64_t t;
+      if (a != e.slice->meta.annotations.end() && parse_rfc3339_ms(a->second, &t))
+        triggers[e.slice->address_type == AddressType::IPv6 ? IPFamily::V6 : IPFamily::V4].push_back(t);
+    }
+    if (e.kind == WatchEvent::Kind::Node && creds) metrics.set_node_eligible(e.type != WatchEvent::Type::Deleted);
+  };
+  auto on_sync = [&](const SyncReport& r) {
+    int64_t now = wall_ms();
+    metrics.synced(r, now);
+    for (const auto& fr : r.families) {
+      if (!fr.ok || fr.kind == "skipped") continue;
+      for (int64_t t : triggers[fr.family]) metrics.network_programmed(fr.family, static_cast<double>(now - t) / 1000.0);
+      triggers[fr.family].clear();
+    }
+    return r.ok;
+  };
+  if (creds) metrics.set_node_eligible(false);  // kube-proxy: not eligible until its Node is known
+
   std::unique_ptr<KubeApiSource> api;
   if (creds) {
     // This Node's name: --node, the configuration's hostnameOverride, else the host name
@@ -252,7 +319,7 @@ int main(int argc, char** argv) {
     if (pr > 0 && watcher && watcher->drain()) reload_at = now + debounce_ms;
     if (api) {
       bool synced = api->synced();  // before drain: the events of a finished list are queued by then
-      for (const auto& e : api->drain()) loop.apply_event(e);
+      for (const auto& e : api->drain()) on_event(e);
       if (!ready && synced) {
         ready = true;
         log_msg("kube-api source synced");
@@ -272,7 +339,7 @@ int main(int argc, char** argv) {
           std::vector<std::string> errors;
           decoder.feed(std::string_view(buf, static_cast<size_t>(n)), &events, &errors);
           for (const auto& e : errors) log_msg("malformed watch event skipped", e);
-          for (const auto& e : events) loop.apply_event(e);
+          for (const auto& e : events) on_event(e);
           any_input = true;
           last_input = now;
           continue;
@@ -294,11 +361,11 @@ int main(int argc, char** argv) {
       reload_at = -1;
       Snapshot s;
       std::string diags;
-      if (load_snapshot_paths({watch}, config_snap ? "" : node, &s, &diags)) loop.replace_all(s);
+      if (load_snapshot_paths({watch}, config_snap ? "" : node, &s, &diags)) loop.replace_all(s), metrics.queued(wall_ms());
       else log_msg("snapshot does not load; keeping the current state", diags);
     }
     if (ready)
-      if (auto r = loop.tick()) last_ok = r->ok;
+      if (auto r = loop.tick()) last_ok = on_sync(*r);
   }
   log_msg("stopping (signal)");
   return last_ok ? 0 : 1;
