@@ -151,6 +151,22 @@ TEST(ApplierKubeApiKernel, KubeconfigToTheTestServerConvergesToKpcCompileOfItsOb
   std::string want = expected_iptables(c.load());
   ASSERT_EQ(normalized_save(a), want) << first_difference(normalized_save(a), want, "kernel", "kpc compile");
 
+  // The same through the in-cluster service account (the environment a pod gets, the token
+  // and CA in --service-account-dir) after a flush of kube-proxy's rules.
+  std::string sa = temp_dir("kube-api-e2e-sa");
+  write_file(sa + "/token", "e2e-token\n");
+  write_file(sa + "/ca.crt", read_file(test_pki().ca_crt));
+  ASSERT_EQ(a.exec({bin_path("kpc-applier"), "--cleanup"}).exit_code, 0);
+  ASSERT_NE(normalized_save(a), want);
+  std::vector<std::string> in_cluster{"env", "KUBERNETES_SERVICE_HOST=127.0.0.1",
+                                      "KUBERNETES_SERVICE_PORT=" + std::to_string(server.port()), bin_path("kpc-applier"),
+                                      "--service-account-dir", sa, "--config", c.dir + "/config.yaml", "--iptables", "legacy",
+                                      "--family", "ipv4", "--once"};
+  r = a.exec(in_cluster);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("in-cluster service account"), std::string::npos) << r.err;
+  ASSERT_EQ(normalized_save(a), want);
+
   // The loop: each change reaches the kernel through watch events.
   std::vector<std::string> loop_args{"ip", "netns", "exec", a.name()};
   loop_args.insert(loop_args.end(), args.begin(), args.end());

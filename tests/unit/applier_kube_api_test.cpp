@@ -199,6 +199,26 @@ TEST(KubeBackoff, CappedExponentialWithJitter) {
   EXPECT_LE(b.next_ms(), 200);
 }
 
+TEST(KubeApiCli, SourceAndCredentialErrorsAreExitCode2WithTheReason) {
+  std::string dir = temp_dir("kube-cli");
+  auto r = run({bin_path("kpc-applier"), "--kubeconfig", dir + "/missing"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("kubeconfig " + dir + "/missing: cannot be read"), std::string::npos) << r.err;
+  r = run({bin_path("kpc-applier"), "--kubeconfig", dir + "/k", "--watch", dir});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("two sources"), std::string::npos) << r.err;
+  write_file(dir + "/exec", "current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                            "clusters: [{name: c, cluster: {server: 'https://s'}}]\n"
+                            "users: [{name: u, user: {auth-provider: {name: gcp}}}]\n");
+  r = run({bin_path("kpc-applier"), "--kubeconfig", dir + "/exec"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("plugins are not supported"), std::string::npos) << r.err;
+  // No source at all, outside a pod.
+  r = run({"env", "-u", "KUBERNETES_SERVICE_HOST", bin_path("kpc-applier")});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("a source is required"), std::string::npos) << r.err;
+}
+
 // ------------------------------------------------------------------ against the test server
 
 #define NEED_SERVER()                                                                    \
