@@ -187,7 +187,7 @@ void KubeApiSource::Impl::run(size_t idx) {
     }
     bool failed = !r.transport_error.empty() || r.status != 200;
     auto lasted = std::chrono::steady_clock::now() - started;
-    if (!failed && (lines > 0 || lasted > std::chrono::seconds(1))) continue;  // the server's timeout: watch again
+    if (!failed && (lines > 0 || lasted > std::chrono::milliseconds(500))) continue;  // the server's timeout: watch again
     std::string error = failed ? r.describe() : "the watch ended at once without events";
     int64_t wait = bo.next_ms();
     update_stats(idx, [&](ResourceStats& s) {

@@ -16,7 +16,6 @@
 #include "applier/node/kube_api_source.h"
 #include "applier/node/kube_credentials.h"
 #include "applier/node/kube_resource.h"
-#include "applier/node/sources.h"
 #include "tests/support/kube_api_server.h"
 #include "tests/support/test_util.h"
 
