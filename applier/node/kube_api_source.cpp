@@ -31,6 +31,7 @@ const char* resource_name(WatchEvent::Kind k) {
     case WatchEvent::Kind::Service: return "services";
     case WatchEvent::Kind::EndpointSlice: return "endpointslices";
     case WatchEvent::Kind::Node: return "nodes";
+    case WatchEvent::Kind::ServiceCIDR: return "servicecidrs";
   }
   return "?";
 }
@@ -75,11 +76,11 @@ struct KubeApiSource::Impl {
     return !stopping.load();
   }
   void run(size_t idx);
-  bool list(size_t idx, KubeHttpClient& http, ResourceState& st, Backoff& bo);
+  bool list(size_t idx, KubeHttpClient& http, ResourceState& st, Backoff& bo, bool* not_served);
 };
 
 // One full list, page by page; false after an error (logged, backed off).
-bool KubeApiSource::Impl::list(size_t idx, KubeHttpClient& http, ResourceState& st, Backoff& bo) {
+bool KubeApiSource::Impl::list(size_t idx, KubeHttpClient& http, ResourceState& st, Backoff& bo, bool* not_served) {
   const KubeResource& res = resources[idx];
   const char* name = resource_name(res.kind);
   st.begin_list();
@@ -92,6 +93,15 @@ bool KubeApiSource::Impl::list(size_t idx, KubeHttpClient& http, ResourceState& 
     if (!cont.empty()) path += "&continue=" + url_encode(cont);
     HttpResult r = http.get(path, opts.list_timeout_s);
     if (stopping) return false;
+    if (r.status == 404 && res.kind == WatchEvent::Kind::ServiceCIDR) {
+      // An API server without networking.k8s.io/v1 ServiceCIDRs (before Kubernetes 1.33):
+      // there are none to program; kube-proxy's informer would not run either.
+      emit({{"msg", "not served by this API server: not watched"}, {"resource", name}});
+      update_stats(idx, [&](ResourceStats& s) { s.last_error = "404: not served"; });
+      push(idx, {}, true);
+      *not_served = true;
+      return false;
+    }
     std::string error;
     std::vector<std::string> errors;
     bool ok = r.status == 200 && r.transport_error.empty() &&
@@ -134,7 +144,11 @@ void KubeApiSource::Impl::run(size_t idx) {
   bool need_list = true;
   while (!stopping) {
     if (need_list) {
-      if (!list(idx, http, st, bo)) continue;
+      bool not_served = false;
+      if (!list(idx, http, st, bo, &not_served)) {
+        if (not_served) return;
+        continue;
+      }
       need_list = false;
     }
     std::string path = res.path + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + url_encode(st.resource_version()) +
@@ -209,6 +223,7 @@ KubeApiSource::KubeApiSource(KubeCredentials creds, KubeApiOptions opts, LogFn l
   impl_->log = std::move(log);
   impl_->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   impl_->resources = {services_resource(), endpoint_slices_resource(), node_resource(impl_->opts.node_name)};
+  if (impl_->opts.service_cidrs) impl_->resources.push_back(service_cidrs_resource());
   impl_->listed.assign(impl_->resources.size(), false);
   impl_->stats.resize(impl_->resources.size());
 }

@@ -29,6 +29,9 @@ namespace kpc::applier {
 
 struct KubeApiOptions {
   std::string node_name;            ///< this Node (fieldSelector metadata.name=...)
+  /// Also ServiceCIDRs (nftables mode). An API server that does not serve them (404) counts
+  /// as having none: the source is synced without them.
+  bool service_cidrs = false;
   long watch_timeout_s = 300;       ///< timeoutSeconds of each watch (client-go: 5–10 min)
   long list_timeout_s = 60;
   long list_page_size = 500;        ///< client-go's default page size
@@ -77,7 +80,7 @@ class KubeApiSource {
   std::vector<WatchEvent> drain();
   /// Every resource has been listed once (kube-proxy waits for this before its first sync).
   bool synced() const;
-  /// Snapshot of the counters of "services", "endpointslices", "nodes".
+  /// Snapshot of the counters of "services", "endpointslices", "nodes", "servicecidrs".
   ResourceStats stats(const std::string& resource) const;
 
  private:

@@ -11,12 +11,19 @@ KubeResource endpoint_slices_resource() {
 KubeResource node_resource(const std::string& node_name) {
   return {WatchEvent::Kind::Node, "/api/v1/nodes", "metadata.name=" + node_name, ""};
 }
+KubeResource service_cidrs_resource() {
+  return {WatchEvent::Kind::ServiceCIDR, "/apis/networking.k8s.io/v1/servicecidrs", "", ""};
+}
 
 namespace {
 
 const char* api_version_of(WatchEvent::Kind k) {
-  return k == WatchEvent::Kind::EndpointSlice ? "discovery.k8s.io/v1" : "v1";
+  return k == WatchEvent::Kind::EndpointSlice ? "discovery.k8s.io/v1"
+         : k == WatchEvent::Kind::ServiceCIDR ? "networking.k8s.io/v1"
+                                              : "v1";
 }
+
+bool cluster_scoped(WatchEvent::Kind k) { return k == WatchEvent::Kind::Node || k == WatchEvent::Kind::ServiceCIDR; }
 
 const DocNode* string_at(const DocNode& n, std::string_view a, std::string_view b) {
   const DocNode* x = n.get(a);
@@ -31,8 +38,8 @@ bool object_key(const DocNode& obj, WatchEvent::Kind kind, std::pair<std::string
   const DocNode* name = string_at(obj, "metadata", "name");
   const DocNode* ns = string_at(obj, "metadata", "namespace");
   if (!name || name->text.empty()) return false;
-  if (kind != WatchEvent::Kind::Node && (!ns || ns->text.empty())) return false;
-  *key = {kind == WatchEvent::Kind::Node ? "" : ns->text, name->text};
+  if (!cluster_scoped(kind) && (!ns || ns->text.empty())) return false;
+  *key = {cluster_scoped(kind) ? "" : ns->text, name->text};
   return true;
 }
 

@@ -37,6 +37,8 @@ inline constexpr const char* kKubeProxyLabelSelector =
 KubeResource services_resource();
 KubeResource endpoint_slices_resource();
 KubeResource node_resource(const std::string& node_name);
+/// networking.k8s.io/v1 ServiceCIDRs (the nftables mode drops traffic to their unallocated IPs).
+KubeResource service_cidrs_resource();
 
 class ResourceState {
  public:

@@ -522,6 +522,15 @@ void SyncLoop::delete_node(const std::string& name) {
   s_->each([&](IncrementalCompiler& ic) { ic.delete_node(name); });
 }
 
+void SyncLoop::update_service_cidr(const ServiceCIDR& x) {
+  s_->store.update_service_cidr(x);
+  s_->each([&](IncrementalCompiler& ic) { ic.update_service_cidr(x); });
+}
+void SyncLoop::delete_service_cidr(const std::string& name) {
+  s_->store.delete_service_cidr(name);
+  s_->each([&](IncrementalCompiler& ic) { ic.delete_service_cidr(name); });
+}
+
 void SyncLoop::apply_event(const WatchEvent& e) {
   const bool del = e.type == WatchEvent::Type::Deleted;
   switch (e.kind) {
@@ -536,6 +545,10 @@ void SyncLoop::apply_event(const WatchEvent& e) {
     case WatchEvent::Kind::Node:
       if (del) delete_node(e.name);
       else if (e.node) update_node(*e.node);
+      break;
+    case WatchEvent::Kind::ServiceCIDR:
+      if (del) delete_service_cidr(e.name);
+      else if (e.service_cidr) update_service_cidr(*e.service_cidr);
       break;
   }
 }

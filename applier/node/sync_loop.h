@@ -101,6 +101,8 @@ class SyncLoop {
   void delete_slice(const std::string& ns, const std::string& name);
   void update_node(const Node& n);
   void delete_node(const std::string& name);
+  void update_service_cidr(const ServiceCIDR& c);
+  void delete_service_cidr(const std::string& name);
   void apply_event(const WatchEvent& e);
   /// A whole snapshot (the --watch PATH source): updates and deletions.
   void replace_all(const Snapshot& snap);

@@ -21,7 +21,7 @@ namespace kpc::applier {
 
 struct WatchEvent {
   enum class Type { Added, Modified, Deleted };
-  enum class Kind { Service, EndpointSlice, Node };
+  enum class Kind { Service, EndpointSlice, Node, ServiceCIDR };
   Type type = Type::Added;
   Kind kind = Kind::Service;
   std::string ns, name;
@@ -29,6 +29,9 @@ struct WatchEvent {
   std::optional<Service> service;
   std::optional<EndpointSlice> slice;
   std::optional<Node> node;
+  std::optional<ServiceCIDR> service_cidr;
+  /// Cluster-scoped kinds have no namespace.
+  bool cluster_scoped() const { return kind == Kind::Node || kind == Kind::ServiceCIDR; }
 };
 const char* watch_event_type_name(WatchEvent::Type t);
 const char* watch_event_kind_name(WatchEvent::Kind k);

@@ -164,6 +164,7 @@ bool KubeApiServer::start(const KubeApiServerOptions& o) {
   if (!o.token.empty()) argv.push_back("--token"), argv.push_back(o.token);
   if (o.require_client_cert) argv.push_back("--client-ca"), argv.push_back(pki.ca_crt);
   for (const auto& f : o.objects) argv.push_back("--objects"), argv.push_back(f);
+  for (const auto& p : o.not_served) argv.push_back("--not-served"), argv.push_back(p);
   stderr_file_ = temp_dir("kube-api-server") + "/stderr";
   if (!proc_.start(argv, stderr_file_)) return error_ = "cannot start python3", false;
   std::string line;

@@ -50,6 +50,7 @@ struct KubeApiServerOptions {
   bool require_client_cert = false;
   std::vector<std::string> objects;  ///< YAML files whose Services, EndpointSlices, Nodes it starts with
   std::string netns;                 ///< run inside this network namespace ("" = here)
+  std::vector<std::string> not_served;  ///< resource paths answered 404 (an older API server)
 };
 
 class KubeApiServer {

@@ -4,7 +4,8 @@ kpc-applier's API client relies on, and the faults it must survive (no API serve
 installed on the test machines). Not a general API server: Services, EndpointSlices
 (discovery.k8s.io/v1) and Nodes only, JSON only.
 
-Serves, over TLS (--cert/--key; --client-ca makes a client certificate mandatory; --token
+Serves (ServiceCIDRs too, networking.k8s.io/v1; --not-served PATH makes a path 404 as an
+older server does), over TLS (--cert/--key; --client-ca makes a client certificate mandatory; --token
 makes a bearer token mandatory, 401 otherwise):
   GET /api/v1/services, /apis/discovery.k8s.io/v1/endpointslices, /api/v1/nodes
     list:  ?limit=N&continue=T (pages), ?fieldSelector=metadata.name=X;
@@ -45,7 +46,9 @@ RESOURCES = {
     "/api/v1/services": ("Service", "v1", "ServiceList"),
     "/apis/discovery.k8s.io/v1/endpointslices": ("EndpointSlice", "discovery.k8s.io/v1", "EndpointSliceList"),
     "/api/v1/nodes": ("Node", "v1", "NodeList"),
+    "/apis/networking.k8s.io/v1/servicecidrs": ("ServiceCIDR", "networking.k8s.io/v1", "ServiceCIDRList"),
 }
+CLUSTER_SCOPED = ("Node", "ServiceCIDR")
 KIND_PATH = {v[0]: k for k, v in RESOURCES.items()}
 
 
@@ -64,7 +67,7 @@ class Store:
 
     def key(self, obj):
         m = obj.get("metadata", {})
-        return (obj["kind"], m.get("namespace", "") if obj["kind"] != "Node" else "", m["name"])
+        return (obj["kind"], m.get("namespace", "") if obj["kind"] not in CLUSTER_SCOPED else "", m["name"])
 
     def put(self, obj):
         with self.cond:
@@ -81,7 +84,7 @@ class Store:
 
     def delete(self, kind, ns, name):
         with self.cond:
-            k = (kind, ns if kind != "Node" else "", name)
+            k = (kind, ns if kind not in CLUSTER_SCOPED else "", name)
             obj = self.objects.pop(k, None)
             if obj is None:
                 return None
@@ -189,7 +192,7 @@ class Handler(BaseHTTPRequestHandler):
         if ARGS.token and self.headers.get("Authorization") != "Bearer " + ARGS.token:
             entry["status"] = 401
             return self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
-        if url.path not in RESOURCES:
+        if url.path not in RESOURCES or url.path in ARGS.not_served:
             entry["status"] = 404
             return self.send_json(404, status(404, "NotFound", "the server could not find the requested resource"))
         if q.get("watch") in ("true", "1"):
@@ -348,6 +351,7 @@ def main():
     p.add_argument("--client-ca", default="")
     p.add_argument("--token", default="")
     p.add_argument("--bind", default="127.0.0.1")
+    p.add_argument("--not-served", action="append", default=[], help="a resource path answered 404 (an older server)")
     p.add_argument("--objects", action="append", default=[], help="YAML files: their Services, EndpointSlices, Nodes")
     ARGS = p.parse_args()
     load(ARGS.objects)

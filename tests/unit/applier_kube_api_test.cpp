@@ -367,6 +367,37 @@ TEST(ApplierKubeApi, AServiceOfAnotherProxyLeavesTheWatchAsKubeProxysLabelSelect
   EXPECT_TRUE(selector);
 }
 
+TEST(ApplierKubeApi, ServiceCidrsAreWatchedWhenAskedAndAServerWithoutThemStillSyncs) {
+  NEED_SERVER();
+  KubeApiOptions ko;
+  ko.service_cidrs = true;
+  {
+    Harness h;
+    ASSERT_TRUE(h.start(example_server(), KubeconfigAuth::Token, "sekret", ko));
+    ASSERT_TRUE(h.until([&] { return h.source->synced(); })) << h.logs();
+    nlohmann::json cidr = nlohmann::json::parse(
+        R"({"apiVersion":"networking.k8s.io/v1","kind":"ServiceCIDR","metadata":{"name":"kubernetes"},"spec":{"cidrs":["10.96.0.0/16"]}})");
+    ASSERT_TRUE(h.server.command({{"op", "put"}, {"object", cidr}})["ok"]);
+    ASSERT_TRUE(h.until([&] { return h.held.present.count("ServiceCIDR /kubernetes"); })) << h.logs();
+    cidr["spec"]["cidrs"] = {"10.96.0.0/33"};  // invalid: skipped, the held one stays
+    ASSERT_TRUE(h.server.command({{"op", "put"}, {"object", cidr}})["ok"]);
+    ASSERT_TRUE(h.server.command({{"op", "delete"}, {"kind", "ServiceCIDR"}, {"name", "kubernetes"}})["ok"]);
+    ASSERT_TRUE(h.until([&] { return !h.held.present.count("ServiceCIDR /kubernetes"); })) << h.logs();
+    EXPECT_EQ(h.held.count["ServiceCIDR /kubernetes"], 2) << h.logs();
+    EXPECT_EQ(h.source->stats("servicecidrs").invalid_objects, 1u);
+  }
+  Harness h;
+  KubeApiServerOptions old = example_server();
+  old.not_served = {"/apis/networking.k8s.io/v1/servicecidrs"};
+  ASSERT_TRUE(h.start(old, KubeconfigAuth::Token, "sekret", ko));
+  ASSERT_TRUE(h.until([&] { return h.source->synced(); })) << h.logs();
+  EXPECT_NE(h.logs().find("not served by this API server"), std::string::npos) << h.logs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  size_t requests = 0;
+  for (const auto& r : request_log(h)) requests += r["path"] == "/apis/networking.k8s.io/v1/servicecidrs";
+  EXPECT_EQ(requests, 1u) << "asked once, not retried";
+}
+
 TEST(ApplierKubeApi, ABookmarkAdvancesTheResourceVersion) {
   NEED_SERVER();
   Harness h;

@@ -276,6 +276,7 @@ int main(int argc, char** argv) {
     }
     KubeApiOptions ko;
     ko.node_name = node_name;
+    ko.service_cidrs = lo->mode == BackendKind::NFTables;  // only the nftables mode programs them
     log_line(nlohmann::json{{"msg", "kube-api source"}, {"server", creds->server}, {"credentials", creds->origin},
                             {"node", node_name}}
                  .dump());
