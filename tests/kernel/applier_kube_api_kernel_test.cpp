@@ -2,10 +2,12 @@
 // (tests/support/kube_api_server.py) and the applier run in one network namespace with real
 // iptables (legacy); after the initial lists (--once) and after each change served by watch
 // events (the long-running loop), the kernel holds exactly what `kpc compile` of the
-// server's objects gives on a fresh node; then /metrics, /healthz and /livez are scraped.
+// server's objects gives on a fresh node — also after the watch is cut while the cluster
+// changes and history is compacted (410, relist); then /metrics, /healthz, /livez are scraped.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "applier/core/repair.h"
@@ -118,13 +120,14 @@ TEST(ApplierKubeApiKernel, KubeconfigToTheTestServerConvergesToKpcCompileOfItsOb
   ASSERT_TRUE(a.add_kube_proxy_nfacct());
   ServedCluster c;
   testgen::GenOptions go;
-  go.max_services = 6;
+  go.max_services = 8;
   // The first seed whose cluster has something to change: Services, slices with endpoints.
   for (uint64_t seed = 31;; ++seed) {
     c.gen = make_compilable(testgen::sample_cluster(seed, 60, go));
-    size_t v4_endpoints = 0;
-    for (const auto& sl : c.gen.slices) v4_endpoints += sl.address_type == "IPv4" ? sl.endpoints.size() : 0;
-    if (c.gen.services.size() >= 4 && v4_endpoints >= 3) break;
+    std::set<std::string> v4_services;  // Services with IPv4 endpoints: the changes need three
+    for (const auto& sl : c.gen.slices)
+      if (sl.address_type == "IPv4" && !sl.endpoints.empty()) v4_services.insert(sl.ns + "/" + sl.service_name);
+    if (v4_services.size() >= 3) break;
   }
   c.gen.config->mode = "iptables";
   c.gen.config->sync_period = c.gen.config->min_sync_period = "";  // kube-proxy's 30 s / 1 s
@@ -188,6 +191,29 @@ TEST(ApplierKubeApiKernel, KubeconfigToTheTestServerConvergesToKpcCompileOfItsOb
     ASSERT_EQ(got, want) << "step " << step << ": " << first_difference(got, want, "kernel", "kpc compile") << "\n"
                          << read_file(log);
   }
+  // The watch cut while the cluster changes, history compacted (410 on the way back): the
+  // applier relists, infers the deletion, and the kernel converges.
+  {
+    ASSERT_TRUE(server.command({{"op", "refuse"}, {"value", true}})["ok"]);
+    ASSERT_TRUE(server.command({{"op", "drop"}})["ok"]);
+    change(c.gen, 1);  // an endpoint comes
+    change(c.gen, 2);  // a Service goes
+    c.write();
+    ASSERT_TRUE(server.command({{"op", "load"}, {"files", {c.dir + "/objects.yaml"}}})["ok"]);
+    ASSERT_TRUE(server.command({{"op", "compact"}})["ok"]);
+    ASSERT_TRUE(server.command({{"op", "refuse"}, {"value", false}})["ok"]);
+    std::string before = want;
+    want = expected_iptables(c.load());
+    EXPECT_NE(want, before);
+    std::string got;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while ((got = normalized_save(a)) != want && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_EQ(got, want) << "after the cut: " << first_difference(got, want, "kernel", "kpc compile") << "\n"
+                         << read_file(log);
+    EXPECT_NE(read_file(log).find("410 Gone"), std::string::npos);
+  }
+
   // What operators see, scraped from inside the namespace.
   auto port_of = [&](const std::string& what) {
     std::string logs = read_file(log), key = "\"msg\":\"" + what + "\",\"port\":";
