@@ -58,7 +58,8 @@ Examples:
       kpc-applier --watch - --config kube-proxy.yaml --node node-a
   kpc-applier --kubeconfig /etc/kubernetes/kube-proxy.conf --config kube-proxy.yaml --node node-a
   kpc-applier --config kube-proxy.yaml                 in a pod: the in-cluster service account
-  kpc-applier --watch cluster/ --once                  one sync, then exit (tests, cron)
+  kpc-applier --watch cluster/ --once                  one sync, then exit (tests, cron; with
+                                                       --kubeconfig: after the initial lists)
   kpc-applier --cleanup --dry-run                      what --cleanup would remove
   kpc-applier --cleanup                                remove kube-proxy's rules (KEP-2448: only on request)
 
@@ -103,7 +104,7 @@ int main(int argc, char** argv) {
   app.add_option("--family", family, "IP families to program: ipv4, ipv6, both (those the node has addresses of)")
       ->check(CLI::IsMember({"ipv4", "ipv6", "both"}));
   app.add_option("--debounce-ms", debounce_ms, "--watch PATH: quiet time before a re-read (ms)");
-  app.add_flag("--once", once, "one sync, then exit (--watch -: after the end of stdin; the API: after the initial lists)");
+  app.add_flag("--once", once, "one sync, then exit (--watch -: after the end of stdin)");
   app.add_flag("--cleanup", cleanup, "remove kube-proxy's iptables chains and nft tables, and exit");
   app.add_flag("--dry-run", dry_run, "with --cleanup: print what would be removed");
   try {
