@@ -10,12 +10,15 @@ PACKAGES=(
   # libraries (found with find_package / pkg-config in CMakeLists.txt)
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libre2-dev libnftnl-dev libmnl-dev
   libip4tc-dev libip6tc-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # kpc-applier's Kubernetes API client (HTTPS)
+  libcurl4-openssl-dev
   # fuzzing / sanitizers (clang with libFuzzer and the ASan/UBSan runtimes)
   clang libclang-rt-14-dev
   # the real netfilter tools the kernel tests drive
   iptables nftables nfacct ipset ipvsadm iproute2
-  # schema tests
-  python3 python3-jsonschema python3-yaml
+  # schema tests; the applier's local HTTPS API test server (tests/support/kube_api_server.py)
+  # and the certificates it is given (openssl)
+  python3 python3-jsonschema python3-yaml openssl
   # the CLI tests bound time and memory with timeout (coreutils) and prlimit (util-linux)
   coreutils util-linux
   # the generated man pages render without warnings (groff), the zsh completion parses (zsh -n)

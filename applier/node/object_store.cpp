@@ -1,5 +1,7 @@
 #include "applier/node/object_store.h"
 
+#include <algorithm>
+
 namespace kpc::applier {
 
 void ObjectStore::replace_all(const Snapshot& s) {
@@ -13,6 +15,18 @@ void ObjectStore::replace_all(const Snapshot& s) {
   config_ = s.config;
   env_ = s.env;
   dirty_ = true;
+}
+
+void ObjectStore::update_service_cidr(const ServiceCIDR& c) {
+  delete_service_cidr(c.meta.name);
+  auto at = std::lower_bound(cidrs_.begin(), cidrs_.end(), c.meta.name,
+                             [](const ServiceCIDR& x, const std::string& n) { return x.meta.name < n; });
+  cidrs_.insert(at, c);
+  dirty_ = true;
+}
+
+void ObjectStore::delete_service_cidr(const std::string& name) {
+  dirty_ |= std::erase_if(cidrs_, [&](const ServiceCIDR& x) { return x.meta.name == name; }) > 0;
 }
 
 const Snapshot& ObjectStore::snapshot() {

@@ -24,6 +24,9 @@ class ObjectStore {
   void set_config(const ProxyConfig& c) { config_ = c, dirty_ = true; }
   void set_environment(const NodeEnvironment& e) { env_ = e, dirty_ = true; }
   void set_service_cidrs(const std::vector<ServiceCIDR>& c) { cidrs_ = c, dirty_ = true; }
+  /// One ServiceCIDR (kept sorted by name, as the loader sorts them).
+  void update_service_cidr(const ServiceCIDR& c);
+  void delete_service_cidr(const std::string& name);
   /// Everything from a snapshot (objects it lacks are dropped).
   void replace_all(const Snapshot& s);
 

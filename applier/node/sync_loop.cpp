@@ -419,8 +419,30 @@ struct SyncLoop::State {
       if (!vn::apply_script(*fs.held_nft, program, "partial.nft").ok) fs.held_nft.reset(), fs.needs_full = true;
     }
     fs.synced = true;
+    if (opts.mode == BackendKind::IPTables) count_rules(fs, program, &rep);
     state_write(program_name("last-applied", fs.family), program);
     return rep;
+  }
+
+  // The rule counts kube-proxy exports: written now (the program's -A lines per table) and
+  // held in its KUBE-* chains afterwards.
+  static void count_rules(const FamilyState& fs, const std::string& program, FamilyReport* rep) {
+    std::string table;
+    for (size_t pos = 0; pos < program.size();) {
+      size_t nl = program.find('\n', pos);
+      if (nl == std::string::npos) nl = program.size();
+      std::string_view l(program.data() + pos, nl - pos);
+      if (!l.empty() && l[0] == '*') table = std::string(l.substr(1));
+      else if (l.rfind("-A ", 0) == 0) ++rep->rules_written[table];
+      pos = nl + 1;
+    }
+    if (!fs.held) return;
+    for (ir::TableId t : {ir::TableId::Nat, ir::TableId::Filter}) {
+      size_t n = 0;
+      for (const auto& c : fs.held->table(t).chains)
+        if (c.name.rfind("KUBE-", 0) == 0) n += c.rules.size();
+      rep->rules_total[ir::table_name(t)] = n;
+    }
   }
 
   SyncReport sync(int64_t now) {
@@ -501,6 +523,15 @@ void SyncLoop::delete_node(const std::string& name) {
   s_->each([&](IncrementalCompiler& ic) { ic.delete_node(name); });
 }
 
+void SyncLoop::update_service_cidr(const ServiceCIDR& x) {
+  s_->store.update_service_cidr(x);
+  s_->each([&](IncrementalCompiler& ic) { ic.update_service_cidr(x); });
+}
+void SyncLoop::delete_service_cidr(const std::string& name) {
+  s_->store.delete_service_cidr(name);
+  s_->each([&](IncrementalCompiler& ic) { ic.delete_service_cidr(name); });
+}
+
 void SyncLoop::apply_event(const WatchEvent& e) {
   const bool del = e.type == WatchEvent::Type::Deleted;
   switch (e.kind) {
@@ -515,6 +546,10 @@ void SyncLoop::apply_event(const WatchEvent& e) {
     case WatchEvent::Kind::Node:
       if (del) delete_node(e.name);
       else if (e.node) update_node(*e.node);
+      break;
+    case WatchEvent::Kind::ServiceCIDR:
+      if (del) delete_service_cidr(e.name);
+      else if (e.service_cidr) update_service_cidr(*e.service_cidr);
       break;
   }
 }

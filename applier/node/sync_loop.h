@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,6 +69,9 @@ struct FamilyReport {
   bool ok = true;
   std::string error;
   size_t jumps_inserted = 0;
+  /// iptables: rules written by this sync, and rules in kube-proxy's chains after it, by
+  /// table ("nat", "filter") — kube-proxy's sync_proxy_rules_iptables_last/_total.
+  std::map<std::string, size_t> rules_written, rules_total;
 };
 
 struct SyncReport {
@@ -97,6 +101,8 @@ class SyncLoop {
   void delete_slice(const std::string& ns, const std::string& name);
   void update_node(const Node& n);
   void delete_node(const std::string& name);
+  void update_service_cidr(const ServiceCIDR& c);
+  void delete_service_cidr(const std::string& name);
   void apply_event(const WatchEvent& e);
   /// A whole snapshot (the --watch PATH source): updates and deletions.
   void replace_all(const Snapshot& snap);

@@ -18,6 +18,7 @@ const char* watch_event_kind_name(WatchEvent::Kind k) {
     case WatchEvent::Kind::Service: return "Service";
     case WatchEvent::Kind::EndpointSlice: return "EndpointSlice";
     case WatchEvent::Kind::Node: return "Node";
+    case WatchEvent::Kind::ServiceCIDR: return "ServiceCIDR";
   }
   return "?";
 }
@@ -64,6 +65,7 @@ bool decode_watch_event(std::string_view json, WatchEvent* out, bool* skipped, s
   if (k == "Service") out->kind = WatchEvent::Kind::Service, want_api = "v1";
   else if (k == "EndpointSlice") out->kind = WatchEvent::Kind::EndpointSlice, want_api = "discovery.k8s.io/v1";
   else if (k == "Node") out->kind = WatchEvent::Kind::Node, want_api = "v1";
+  else if (k == "ServiceCIDR") out->kind = WatchEvent::Kind::ServiceCIDR, want_api = "networking.k8s.io/v1";
   else return *skipped = true, true;
   if (api->text != want_api)
     return *error = k + ": apiVersion \"" + api->text.substr(0, 60) + "\" is not supported; kpc reads " + want_api, false;
@@ -75,31 +77,42 @@ bool decode_watch_event(std::string_view json, WatchEvent* out, bool* skipped, s
     if (!name || name->kind != DocNode::Kind::String || name->text.empty())
       return *error = k + ": DELETED event without metadata.name", false;
     out->name = name->text;
-    if (out->kind != WatchEvent::Kind::Node) {
+    if (!out->cluster_scoped()) {
       if (!ns || ns->kind != DocNode::Kind::String || ns->text.empty())
         return *error = k + " " + name->text + ": DELETED event without metadata.namespace", false;
       out->ns = ns->text;
     }
     return true;
   }
+  return decode_watch_object(*obj, sm, out, error);
+}
+
+bool decode_watch_object(const DocNode& obj, const SourceManager& sm, WatchEvent* out, std::string* error) {
+  DiagSink diags;
   bool ok = false;
   switch (out->kind) {
     case WatchEvent::Kind::Service: {
       Service s;
-      ok = decode_service(*obj, &s, diags);
+      ok = decode_service(obj, &s, diags);
       if (ok) out->ns = s.meta.ns, out->name = s.meta.name, out->service = std::move(s);
       break;
     }
     case WatchEvent::Kind::EndpointSlice: {
       EndpointSlice s;
-      ok = decode_endpoint_slice(*obj, &s, diags);
+      ok = decode_endpoint_slice(obj, &s, diags);
       if (ok) out->ns = s.meta.ns, out->name = s.meta.name, out->slice = std::move(s);
       break;
     }
     case WatchEvent::Kind::Node: {
       Node n;
-      ok = decode_node(*obj, &n, diags);
+      ok = decode_node(obj, &n, diags);
       if (ok) out->name = n.meta.name, out->node = std::move(n);
+      break;
+    }
+    case WatchEvent::Kind::ServiceCIDR: {
+      ServiceCIDR c;
+      ok = decode_service_cidr(obj, &c, diags);
+      if (ok) out->name = c.meta.name, out->service_cidr = std::move(c);
       break;
     }
   }

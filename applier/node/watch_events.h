@@ -14,13 +14,14 @@
 #include <string_view>
 #include <vector>
 
+#include "compiler/model/doc.h"
 #include "compiler/model/objects.h"
 
 namespace kpc::applier {
 
 struct WatchEvent {
   enum class Type { Added, Modified, Deleted };
-  enum class Kind { Service, EndpointSlice, Node };
+  enum class Kind { Service, EndpointSlice, Node, ServiceCIDR };
   Type type = Type::Added;
   Kind kind = Kind::Service;
   std::string ns, name;
@@ -28,6 +29,9 @@ struct WatchEvent {
   std::optional<Service> service;
   std::optional<EndpointSlice> slice;
   std::optional<Node> node;
+  std::optional<ServiceCIDR> service_cidr;
+  /// Cluster-scoped kinds have no namespace.
+  bool cluster_scoped() const { return kind == Kind::Node || kind == Kind::ServiceCIDR; }
 };
 const char* watch_event_type_name(WatchEvent::Type t);
 const char* watch_event_kind_name(WatchEvent::Kind k);
@@ -60,5 +64,10 @@ class WatchStreamDecoder {
 /// Decodes one event's JSON text (tests). False with *error on a malformed event; true with
 /// *skipped set for bookmarks and kinds not read.
 bool decode_watch_event(std::string_view json, WatchEvent* out, bool* skipped, std::string* error);
+
+/// Decodes one object of kind out->kind (a Service, EndpointSlice or Node as the API server
+/// sends it, in a watch event or a list's items) with the model's decoders, filling out's
+/// ns/name and object. False with *error (the first located error, rendered with sm).
+bool decode_watch_object(const DocNode& obj, const SourceManager& sm, WatchEvent* out, std::string* error);
 
 }  // namespace kpc::applier

@@ -282,6 +282,48 @@ TEST(ApplierLoop, NftablesFullThenPartialProven) {
   EXPECT_NE(cmp.verdict, NftVerdict::NotEquivalent);
 }
 
+// A ServiceCIDR event (the API source watches them in nftables mode) reaches the program:
+// kube-proxy's "Drop traffic to unallocated ClusterIPs" rule follows the ranges, and the
+// kernel (model) ends equal to the full transaction of the objects held.
+TEST(ApplierLoop, ServiceCidrEventsReachTheNftablesProgram) {
+  LoopOptions o;
+  o.mode = BackendKind::NFTables;
+  o.families = {IPFamily::V4};
+  Harness h(o);
+  Snapshot snap = example();
+  snap.config.mode = ProxyMode::NFTables;
+  snap.service_cidrs.clear();
+  h.loop->replace_all(snap);
+  ASSERT_TRUE(h.loop->tick()->ok);
+  WatchEvent e;
+  e.kind = WatchEvent::Kind::ServiceCIDR;
+  e.name = "kubernetes";
+  ServiceCIDR c;
+  c.meta.name = "kubernetes";
+  c.cidrs = {*CIDR::parse("10.96.0.0/16")};
+  e.service_cidr = c;
+  h.loop->apply_event(e);
+  snap.service_cidrs = {c};
+  h.clock.advance_ms(30'000);
+  auto r = h.loop->tick();
+  ASSERT_TRUE(r && r->ok) << (r ? r->families[0].error : "");
+  auto table = [&] { return verifier::nft::print_ruleset(h.dp.nft(IPFamily::V4)); };
+  EXPECT_NE(table().find("daddr 10.96.0.0/16 drop"), std::string::npos) << table();
+  DiagSink d;
+  auto full = compile_nftables(snap, IPFamily::V4, {}, d);
+  ASSERT_TRUE(full.has_value());
+  verifier::nft::NftState want;
+  ASSERT_TRUE(verifier::nft::apply_script(want, full->text, "full").ok);
+  EXPECT_NE(compare_nft_tables(h.dp.nft(IPFamily::V4), want, verifier::nft::Family::Ip, "kube-proxy").verdict,
+            NftVerdict::NotEquivalent);
+  e.type = WatchEvent::Type::Deleted;
+  e.service_cidr.reset();
+  h.loop->apply_event(e);
+  h.clock.advance_ms(30'000);
+  ASSERT_TRUE(h.loop->tick()->ok);
+  EXPECT_EQ(table().find("daddr 10.96.0.0/16 drop"), std::string::npos) << table();
+}
+
 TEST(ApplierCleanup, PlanRemovesOnlyKubeProxysChainsAndJumps) {
   const std::string save =
       "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:KUBE-SERVICES - [0:0]\n:KUBE-SVC-ABC - [0:0]\n"

@@ -11,13 +11,20 @@
 #include "tools/cli_docs/cli_checks.h"
 #include "tools/cli_docs/cli_docs.h"
 #include <algorithm>
+#include <chrono>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "applier/node/cleanup.h"
 #include "applier/node/kernel_dataplane.h"
+#include "applier/node/http_server.h"
+#include "applier/node/kube_api_source.h"
+#include "applier/node/metrics.h"
 #include "applier/node/sources.h"
 #include "applier/node/sync_loop.h"
 #include "applier/node/watch_events.h"
@@ -34,6 +41,10 @@ void log_line(const std::string& line) {
   std::fprintf(stderr, "%s\n", line.c_str());
   std::fflush(stderr);
 }
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 void log_msg(const std::string& msg, const std::string& detail = "") {
   nlohmann::json j{{"msg", msg}};
   if (!detail.empty()) j["detail"] = detail;
@@ -49,15 +60,19 @@ Examples:
   kpc-applier --watch cluster/ --config kube-proxy.yaml --node node-a --state-dir /var/lib/kpc-applier
   kubectl get services,endpointslices,nodes -A --watch --output-watch-events -o json |
       kpc-applier --watch - --config kube-proxy.yaml --node node-a
-  kpc-applier --watch cluster/ --once                  one sync, then exit (tests, cron)
+  kpc-applier --kubeconfig /etc/kubernetes/kube-proxy.conf --config kube-proxy.yaml --node node-a
+  kpc-applier --config kube-proxy.yaml                 in a pod: the in-cluster service account
+  kpc-applier --watch cluster/ --once                  one sync, then exit (tests, cron; with
+                                                       --kubeconfig: after the initial lists)
   kpc-applier --cleanup --dry-run                      what --cleanup would remove
   kpc-applier --cleanup                                remove kube-proxy's rules (KEP-2448: only on request)
 
 Exit codes: 0 ok (--once: the sync applied; --cleanup: everything removed); 1 a sync failed
 (--once) or --cleanup could not remove something; 2 usage, configuration or snapshot error.
 Logs: one JSON line per sync on stderr (kind, services changed, bytes, compile/verify/apply ms, verdict).
-Not in this increment: the Kubernetes API client (--kubeconfig), metrics and /healthz, drift
-repair every syncPeriod, IPVS.
+Metrics (Prometheus, kube-proxy's names) on --metrics-bind-address /metrics; kube-proxy's /healthz
+and /livez on --healthz-bind-address (neither with --once).
+Not in this increment: drift repair every syncPeriod, IPVS.
 )";
 
 }  // namespace
@@ -67,9 +82,19 @@ int main(int argc, char** argv) {
   app.footer(kHelpFooter);
   std::string watch, config_file, node, state_dir, verify = "always", iptables = "auto";
   std::string ipt_restore, ip6t_restore, nft_bin = "nft", family = "both";
+  std::string kubeconfig, kube_context, sa_dir = kServiceAccountDir;
+  std::optional<std::string> metrics_bind, healthz_bind;
   bool once = false, cleanup = false, dry_run = false;
   int64_t debounce_ms = 200;
   app.add_option("--watch", watch, "snapshot file or directory (re-read on change), or - for kubectl watch events on stdin");
+  app.add_option("--kubeconfig", kubeconfig, "list and watch the API server named by this kubeconfig's current context");
+  app.add_option("--context", kube_context, "with --kubeconfig: this context instead of the current one");
+  app.add_option("--service-account-dir", sa_dir, "in-cluster credentials (token, ca.crt); without --watch and --kubeconfig, "
+                 "used when KUBERNETES_SERVICE_HOST is set")->capture_default_str();
+  app.add_option("--metrics-bind-address", metrics_bind,
+                 "HOST:PORT of /metrics (default: the configuration's metricsBindAddress, 127.0.0.1:10249; \"\" = off)");
+  app.add_option("--healthz-bind-address", healthz_bind,
+                 "HOST:PORT of /healthz and /livez (default: the configuration's healthzBindAddress, 0.0.0.0:10256; \"\" = off)");
   app.add_option("--config", config_file, "KubeProxyConfiguration file (and optionally a NodeEnvironment): overrides the snapshot's");
   app.add_option("--node", node, "this node's name (kube-proxy's --hostname-override)");
   app.add_option("--state-dir", state_dir, "where the last applied/failed programs and proof failures are kept");
@@ -110,9 +135,25 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kpc-applier: --dry-run goes with --cleanup\n");
     return 2;
   }
-  if (watch.empty()) {
-    std::fprintf(stderr, "kpc-applier: --watch PATH or --watch - is required (see --help)\n");
+  // ---- the source: --watch PATH, --watch -, --kubeconfig, or the in-cluster service account
+  if (!watch.empty() && !kubeconfig.empty()) {
+    std::fprintf(stderr, "kpc-applier: --watch and --kubeconfig are two sources; give one\n");
     return 2;
+  }
+  std::optional<KubeCredentials> creds;
+  if (watch.empty()) {
+    KubeCredentials c;
+    std::string err;
+    bool ok = !kubeconfig.empty() ? load_kubeconfig(kubeconfig, kube_context, &c, &err)
+              : std::getenv("KUBERNETES_SERVICE_HOST") ? load_in_cluster(sa_dir, &c, &err)
+                                                     : (err = "a source is required: --watch PATH, --watch -, --kubeconfig "
+                                                              "FILE, or run in a pod (KUBERNETES_SERVICE_HOST); see --help",
+                                                        false);
+    if (!ok) {
+      std::fprintf(stderr, "kpc-applier: %s\n", err.c_str());
+      return 2;
+    }
+    creds = std::move(c);
   }
 
   // ---- the node's configuration
@@ -132,7 +173,7 @@ int main(int argc, char** argv) {
     if (!node.empty()) c.config.hostname_override = node;
     config_snap = std::move(c);
   }
-  if (watch != "-") {
+  if (!watch.empty() && watch != "-") {
     std::string diags;
     if (!load_snapshot_paths({watch}, config_snap ? "" : node, &initial, &diags)) {
       std::fprintf(stderr, "%skpc-applier: %s: the snapshot does not load\n", diags.c_str(), watch.c_str());
@@ -172,27 +213,106 @@ int main(int argc, char** argv) {
   SteadyClock clock;
   SyncLoop loop(*lo, clock, dp, log_line);
   if (config_snap) loop.set_config(config_snap->config, config_snap->env.present ? &config_snap->env : nullptr);
-  if (watch != "-") loop.replace_all(initial);
+  if (!watch.empty() && watch != "-") loop.replace_all(initial);
+
+  // ---- what operators see: metrics and health (kube-proxy's; not for a one-shot run)
+  ApplierMetrics metrics(lo->mode, 2 * lo->sync_period_ms, lo->families);
+  TinyHttpServer metrics_server, healthz_server;
+  if (!once) {
+    std::string mb = metrics_bind.value_or(cfg.metrics_bind_address), hb = healthz_bind.value_or(cfg.healthz_bind_address);
+    std::string err;
+    // As in kube-proxy, a server that cannot bind is logged, not fatal: the node keeps its rules.
+    if (!mb.empty() && !metrics_server.start(mb, [&](const std::string& path) {
+          if (path != "/metrics") return HttpResponse{};
+          return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics.render()};
+        }, &err))
+      log_line(nlohmann::json{{"msg", "metrics server not started"}, {"error", err}}.dump());
+    else if (!mb.empty())
+      log_line(nlohmann::json{{"msg", "metrics server"}, {"address", mb}, {"port", metrics_server.port()}}.dump());
+    if (!hb.empty() && !healthz_server.start(hb, [&](const std::string& path) {
+          if (path != "/healthz" && path != "/livez") return HttpResponse{};
+          HttpResponse r;
+          r.status = metrics.healthz(path == "/livez", wall_ms(), &r.body);
+          r.content_type = "application/json";
+          return r;
+        }, &err))
+      log_line(nlohmann::json{{"msg", "healthz server not started"}, {"error", err}}.dump());
+    else if (!hb.empty())
+      log_line(nlohmann::json{{"msg", "healthz server"}, {"address", hb}, {"port", healthz_server.port()}}.dump());
+  }
+  // kube-proxy's network programming latency: an EndpointSlice's last-change-trigger-time
+  // annotation to the sync of its family that applied it.
+  std::map<IPFamily, std::vector<int64_t>> triggers;
+  auto on_event = [&](const WatchEvent& e) {
+    loop.apply_event(e);
+    metrics.queued(wall_ms());
+    if (e.slice) {
+      auto a = e.slice->meta.annotations.find("endpoints.kubernetes.io/last-change-trigger-time");
+      int64_t t;
+      if (a != e.slice->meta.annotations.end() && parse_rfc3339_ms(a->second, &t))
+        triggers[e.slice->address_type == AddressType::IPv6 ? IPFamily::V6 : IPFamily::V4].push_back(t);
+    }
+    if (e.kind == WatchEvent::Kind::Node && creds) metrics.set_node_eligible(e.type != WatchEvent::Type::Deleted);
+  };
+  auto on_sync = [&](const SyncReport& r) {
+    int64_t now = wall_ms();
+    metrics.synced(r, now);
+    for (const auto& fr : r.families) {
+      if (!fr.ok || fr.kind == "skipped") continue;
+      for (int64_t t : triggers[fr.family]) metrics.network_programmed(fr.family, static_cast<double>(now - t) / 1000.0);
+      triggers[fr.family].clear();
+    }
+    return r.ok;
+  };
+  if (creds) metrics.set_node_eligible(false);  // kube-proxy: not eligible until its Node is known
+
+  std::unique_ptr<KubeApiSource> api;
+  if (creds) {
+    // This Node's name: --node, the configuration's hostnameOverride, else the host name
+    // (lower-cased, as kube-proxy does).
+    std::string node_name = !node.empty() ? node : cfg.hostname_override;
+    if (node_name.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      node_name = host;
+      for (char& ch : node_name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    }
+    if (!config_snap) {
+      ProxyConfig c = cfg;
+      c.hostname_override = node_name;
+      loop.set_config(c, nullptr);
+    }
+    KubeApiOptions ko;
+    ko.node_name = node_name;
+    ko.service_cidrs = lo->mode == BackendKind::NFTables;  // only the nftables mode programs them
+    log_line(nlohmann::json{{"msg", "kube-api source"}, {"server", creds->server}, {"credentials", creds->origin},
+                            {"node", node_name}}
+                 .dump());
+    api = std::make_unique<KubeApiSource>(*creds, ko, log_line);
+    api->start();
+  }
 
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
 
   // ---- --watch PATH --once / the stdin stream
-  if (watch != "-" && once) return loop.sync_now().ok ? 0 : 1;
+  if (!api && watch != "-" && once) return loop.sync_now().ok ? 0 : 1;
 
   std::unique_ptr<PathWatcher> watcher;
   WatchStreamDecoder decoder;
   bool stdin_open = watch == "-";
-  bool ready = watch != "-";  // stdin: the first sync after the initial list (a quiet period) or EOF
+  // stdin: the first sync after the initial list (a quiet period) or EOF; the API: after every
+  // resource has been listed once (kube-proxy waits for its informers to sync).
+  bool ready = watch != "-" && !api;
   int64_t reload_at = -1, last_input = -1;
   bool any_input = false;
-  if (watch != "-") {
+  if (!api && watch != "-") {
     watcher = std::make_unique<PathWatcher>(watch);
     if (!watcher->ok()) {
       std::fprintf(stderr, "kpc-applier: --watch %s: %s\n", watch.c_str(), watcher->error().c_str());
       return 2;
     }
-  } else {
+  } else if (!api) {
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
   }
   bool last_ok = true;
@@ -201,12 +321,25 @@ int main(int argc, char** argv) {
     int64_t wake = ready ? loop.next_sync_ms() : now + 1000;
     if (reload_at >= 0) wake = std::min(wake, reload_at);
     if (!ready && any_input) wake = std::min(wake, last_input + debounce_ms);
-    pollfd p{watcher ? watcher->fd() : (stdin_open ? 0 : -1), POLLIN, 0};
+    pollfd p{api ? api->fd() : watcher ? watcher->fd() : (stdin_open ? 0 : -1), POLLIN, 0};
     int timeout = static_cast<int>(std::clamp<int64_t>(wake - now, 0, 60'000));
     int pr = poll(&p, 1, timeout);
     now = clock.now_ms();
     if (pr > 0 && watcher && watcher->drain()) reload_at = now + debounce_ms;
-    if (pr > 0 && !watcher && stdin_open) {
+    if (api) {
+      bool synced = api->synced();  // before drain: the events of a finished list are queued by then
+      for (const auto& e : api->drain()) on_event(e);
+      if (!ready && synced) {
+        ready = true;
+        log_msg("kube-api source synced");
+        if (once) {
+          int rc = loop.sync_now().ok ? 0 : 1;
+          api->stop();
+          return rc;
+        }
+      }
+    }
+    if (pr > 0 && !watcher && !api && stdin_open) {
       char buf[65536];
       for (;;) {
         ssize_t n = read(0, buf, sizeof buf);
@@ -215,7 +348,7 @@ int main(int argc, char** argv) {
           std::vector<std::string> errors;
           decoder.feed(std::string_view(buf, static_cast<size_t>(n)), &events, &errors);
           for (const auto& e : errors) log_msg("malformed watch event skipped", e);
-          for (const auto& e : events) loop.apply_event(e);
+          for (const auto& e : events) on_event(e);
           any_input = true;
           last_input = now;
           continue;
@@ -237,11 +370,11 @@ int main(int argc, char** argv) {
       reload_at = -1;
       Snapshot s;
       std::string diags;
-      if (load_snapshot_paths({watch}, config_snap ? "" : node, &s, &diags)) loop.replace_all(s);
+      if (load_snapshot_paths({watch}, config_snap ? "" : node, &s, &diags)) loop.replace_all(s), metrics.queued(wall_ms());
       else log_msg("snapshot does not load; keeping the current state", diags);
     }
     if (ready)
-      if (auto r = loop.tick()) last_ok = r->ok;
+      if (auto r = loop.tick()) last_ok = on_sync(*r);
   }
   log_msg("stopping (signal)");
   return last_ok ? 0 : 1;
