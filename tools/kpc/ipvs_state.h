@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "compiler/ipvs/sync.h"
 
@@ -18,8 +20,9 @@ namespace kpc::cli {
 bool read_ipvs_prior_state(const std::string& dir, IPFamily family, uint64_t max_input_size, ipvs::PriorState* out,
                            std::string* error);
 
-/// The conversions, for tests: a table read by verifier/ipvs, an `ipset save` text that
-/// verifier/ipset read already.
+/// The conversions (ipvs_prior.cpp, a library the tests link): `ipvsadm -S -n` text (and
+/// `ipvsadm -Ln` when have_stats), `ipset save` text, read by the verifier's readers. False
+/// with *error = "ipvs.save:LINE: error[E0900]: ..." (ipvs.stats, ipset.save likewise).
 bool ipvs_prior_from_text(std::string_view save, std::string_view stats, bool have_stats, ipvs::PriorState* out,
                           std::string* error);
 bool ipset_prior_from_text(std::string_view save, std::vector<ipvs::PriorSet>* out, std::string* error);
