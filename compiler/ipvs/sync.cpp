@@ -169,9 +169,14 @@ SyncResult sync_from_prior(const Program& full, const PriorState& prior) {
     sync_servers(r.ipvs_rules, vs, *it->second, st);
   }
   // cleanLegacyService: the family's virtual servers no service port wants go, with every
-  // real server (draining ones too).
+  // real server (draining ones too), unless ipvs.excludeCIDRs holds their address.
+  auto excluded = [&](const IPAddr& a) {
+    return std::any_of(full.exclude_cidrs.begin(), full.exclude_cidrs.end(),
+                       [&](const CIDR& c) { return c.family() == a.family && c.contains(a); });
+  };
   for (const auto& vs : prior.virtual_servers) {
-    if (vs.address.family != full.family || wanted.count({vs.protocol, vs.address, vs.port})) continue;
+    if (vs.address.family != full.family || wanted.count({vs.protocol, vs.address, vs.port}) || excluded(vs.address))
+      continue;
     r.ipvs_rules += "-D " + service_text(vs.protocol, vs.address, vs.port) + "\n";
     ++st.vs_deleted;
   }

@@ -139,6 +139,12 @@ TEST(IpvsSync, VirtualServerNoLongerWantedIsDeletedWithItsServers) {
   EXPECT_EQ(s.after.services.size(), 1u);
 }
 
+TEST(IpvsSync, ExcludedVirtualServersAreNeverDeleted) {  // ipvs.excludeCIDRs
+  auto full = program({});
+  full.exclude_cidrs = {*CIDR::parse("10.96.0.0/30")};
+  EXPECT_EQ(sync(full, kSave + "-A -t 10.96.0.9:80 -s rr\n").r.ipvs_rules, "-D -t 10.96.0.9:80\n");
+}
+
 TEST(IpvsSync, SchedulerOrPersistenceChangedIsEdited) {
   auto full = program({vs(Protocol::TCP, "10.96.0.1", 80, {"10.244.1.1", "10.244.1.2"})});
   full.virtual_servers[0].persistent = true;
