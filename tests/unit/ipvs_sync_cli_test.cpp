@@ -53,6 +53,38 @@ TEST(IpvsSyncCli, WritesTheChangeScripts) {
   fs::remove_all(dir);
 }
 
+// With iptables.save, iptables.rules is the smallest repair of the companion chains: nothing
+// for a node that has them, the one chain that lost a rule otherwise.
+TEST(IpvsSyncCli, IptablesSaveGivesTheSmallestRepair) {
+  fs::path dir = temp_dir("ipvs-sync-cli-ipt");
+  fs::create_directories(dir / "node");
+  auto full = run({bin_path("kpc"), "compile", source_path("fixtures/example"), "--backend", "ipvs", "-o",
+                   (dir / "full").string()});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  std::string rules = slurp(dir / "full/iptables.rules");
+  write(dir / "node/ipvs.save", "");
+  write(dir / "node/iptables.save", rules);
+  auto r = compile(dir / "node", dir / "out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(slurp(dir / "out/iptables.rules"), "");
+  const std::string lost = "-A KUBE-LOAD-BALANCER -j KUBE-MARK-MASQ\n";
+  ASSERT_NE(rules.find(lost), std::string::npos);
+  std::string drifted = rules;
+  drifted.erase(drifted.find(lost), lost.size());
+  write(dir / "node/iptables.save", drifted);
+  r = compile(dir / "node", dir / "out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string repair = slurp(dir / "out/iptables.rules");
+  EXPECT_NE(repair.find(":KUBE-LOAD-BALANCER - [0:0]\n"), std::string::npos) << repair;
+  EXPECT_NE(repair.find(lost), std::string::npos) << repair;
+  EXPECT_EQ(repair.find("KUBE-SERVICES"), std::string::npos) << repair;  // untouched chains left out
+  write(dir / "node/iptables.save", "*nat\n-A NOPE -j ACCEPT\nCOMMIT\n");
+  r = compile(dir / "node", dir / "out2");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("iptables.save:2: error[E0900]"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST(IpvsSyncCli, BadPriorFilesAreLocatedErrors) {
   fs::path dir = temp_dir("ipvs-sync-cli-bad");
   fs::create_directories(dir / "node");
