@@ -41,9 +41,6 @@ IPAddr vip(int i) { return IPAddr::v4(10, 96, 0, uint8_t(i)); }
 IPAddr rip(int i) { return IPAddr::v4(10, 244, 0, uint8_t(i)); }
 const char* opt(Protocol p) { return p == Protocol::TCP ? "-t" : p == Protocol::UDP ? "-u" : "--sctp-service"; }
 const char* lname(Protocol p) { return p == Protocol::TCP ? "TCP" : p == Protocol::UDP ? "UDP" : "SCTP"; }
-vi::Proto vproto(Protocol p) {
-  return p == Protocol::TCP ? vi::Proto::TCP : p == Protocol::UDP ? vi::Proto::UDP : vi::Proto::SCTP;
-}
 
 ipvs::Program gen_full() {
   ipvs::Program p;
