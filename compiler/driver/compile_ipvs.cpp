@@ -22,6 +22,7 @@ std::optional<IpvsCompileResult> compile_ipvs(const Snapshot& snap, IPFamily fam
   lo.node_addresses = ipvs::node_address_set(snap, *node);
   IpvsCompileResult r;
   r.program = ipvs::lower_ipvs(ports, *node, lo);
+  r.program.exclude_cidrs = snap.config.ipvs.exclude_cidrs;  // for a sync from the node's state
   ipvs::PlanInput pi;
   pi.kernel_release = snap.env.kernel_version;
   pi.strict_arp = snap.config.ipvs.strict_arp;

@@ -8,10 +8,6 @@ namespace kpc::ipvs {
 
 namespace {
 
-const char* protocol_option(Protocol p) {
-  return p == Protocol::TCP ? "-t" : p == Protocol::UDP ? "-u" : "--sctp-service";
-}
-
 // The plan's "#" lines carry Service names (DNS labels, checked by the loader); a reason
 // that could end the comment line is a bug, refused loudly as the iptables printer does.
 void reason_line(std::string& out, const std::string& reason) {
@@ -33,6 +29,22 @@ void plan_lines(std::string& out, const std::vector<PlanLine>& lines) {
 }
 
 }  // namespace
+
+const char* protocol_option(Protocol p) {
+  return p == Protocol::TCP ? "-t" : p == Protocol::UDP ? "-u" : "--sctp-service";
+}
+
+std::string ipset_create_line(const IpSet& s, IPFamily family) {
+  // kube-proxy's create arguments (utilipset.createSet): family, hashsize and maxelem for
+  // the hash types, the port range for bitmap:port.
+  std::string out = "create " + s.name + " " + set_type_name(s.type);
+  if (s.type == SetType::BitmapPort)
+    out += " range 0-65535";
+  else
+    out += std::string(" family ") + (family == IPFamily::V4 ? "inet" : "inet6") + " hashsize 1024 maxelem 65536";
+  out += " -exist\n";
+  return out;
+}
 
 std::string host_port(const IPAddr& ip, uint16_t port) {
   std::string s;
@@ -62,19 +74,11 @@ std::string print_ipvsadm(const Program& prog) {
 
 std::string print_ipsets(const Program& prog) {
   std::string out;
-  const char* family = prog.family == IPFamily::V4 ? "inet" : "inet6";
   for (const auto& s : prog.sets) {
     out += "# ";
     out += s.comment;
     out += '\n';
-    // kube-proxy's create arguments (utilipset.createSet): family, hashsize and maxelem for
-    // the hash types, the port range for bitmap:port.
-    out += "create " + s.name + " " + set_type_name(s.type);
-    if (s.type == SetType::BitmapPort)
-      out += " range 0-65535";
-    else
-      out += std::string(" family ") + family + " hashsize 1024 maxelem 65536";
-    out += " -exist\n";
+    out += ipset_create_line(s, prog.family);
     out += "flush " + s.name + "\n";
     for (const auto& e : s.entries) out += "add " + s.name + " " + e + "\n";
   }

@@ -21,5 +21,9 @@ std::string print_node_plan(const NodePlan& plan, const Program& prog, const std
 
 /// "10.0.0.1:80" / "[fd00::1]:80", as ipvsadm writes a service or server address.
 std::string host_port(const IPAddr& ip, uint16_t port);
+/// "-t", "-u", "--sctp-service": ipvsadm's option for a virtual service of the protocol.
+const char* protocol_option(Protocol p);
+/// "create NAME TYPE ... -exist\n": kube-proxy's arguments for the set.
+std::string ipset_create_line(const IpSet& s, IPFamily family);
 
 }  // namespace kpc::ipvs

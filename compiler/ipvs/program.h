@@ -73,6 +73,9 @@ struct Program {
   ir::Program iptables;                        ///< the companion restore program (nat, then filter)
   std::vector<BoundAddress> bound;             ///< kube-ipvs0's addresses, sorted
   size_t real_servers = 0;
+  /// ipvs.excludeCIDRs: the node's virtual servers there are never deleted by a sync from the
+  /// node's state (kube-proxy's cleanLegacyService skips them). No effect on the full program.
+  std::vector<CIDR> exclude_cidrs;
 
   const IpSet* set(std::string_view base_name) const;
 };

@@ -14,6 +14,7 @@
 #include "compiler/model/loader.h"
 #include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/ipvs_state.h"
 #include "verifier/trace/tracer.h"
 
 namespace kpc::cli {
@@ -264,6 +265,54 @@ bool write_ipvs_dir(const std::string& dir, const IpvsCompileResult& r) {
   return true;
 }
 
+// --prior-state DIR for the ipvs back end (tools/kpc/ipvs_state.h): ipvs.rules and ipset.rules
+// become the change scripts kube-proxy's sync would make (compiler/ipvs/sync.h); iptables.rules
+// the repair of DIR/iptables.save when there is one (else kube-proxy's full restore, which is what
+// it writes every sync); node.plan stays whole.
+int sync_ipvs_from_state(const CompileOptions& o, IpvsCompileResult full, IPFamily family) {
+  ipvs::PriorState prior;
+  std::string error;
+  if (!read_ipvs_prior_state(o.prior_state, family, o.max_input_size, &prior, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return kExitError;
+  }
+  auto r = ipvs::sync_from_prior(full.program, prior);
+  if (!r.error.empty()) {
+    std::fprintf(stderr, "error[E0900]: %s/ipset.save: %s\n", o.prior_state.c_str(), r.error.c_str());
+    return kExitError;
+  }
+  std::string ipt_path = o.prior_state + "/iptables.save";
+  std::error_code ec;
+  if (std::filesystem::exists(ipt_path, ec)) {
+    auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
+    verifier::RulesetState actual;
+    if (!read_state(ipt_path, family, flavor, o.max_input_size, &actual, &error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return kExitError;
+    }
+    applier::RepairOptions ro;
+    ro.flavor = flavor;  // the IPVS jumps are kube-proxy's own (kube_jumps), not the iptables mode's
+    auto rep = applier::repair(actual, full.iptables_rules, ro);
+    if (!rep.ok) {
+      std::fprintf(stderr, "error[E0900]: %s: %s\n", ipt_path.c_str(), rep.error.c_str());
+      return kExitError;
+    }
+    full.iptables_rules = rep.program;
+  }
+  full.ipvs_rules = std::move(r.ipvs_rules);
+  full.ipset_rules = std::move(r.ipset_rules);
+  if (!write_ipvs_dir(o.output, full)) return kExitError;
+  if (o.stats) {
+    const auto& s = r.stats;
+    std::fprintf(stderr,
+                 "ipvs sync: virtual servers added %zu, edited %zu, deleted %zu; real servers added %zu, edited %zu, "
+                 "deleted %zu, re-added %zu, draining %zu; ipsets created %zu, entries added %zu, deleted %zu\n",
+                 s.vs_added, s.vs_edited, s.vs_deleted, s.rs_added, s.rs_edited, s.rs_deleted, s.rs_readded,
+                 s.rs_draining, s.sets_created, s.entries_added, s.entries_deleted);
+  }
+  return kExitOk;
+}
+
 void print_sync_stats(const CompileOptions& o, const AnyResult& result) {
   if (result.ipvs) {
     print_ipvs_stats(*result.ipvs);
@@ -469,12 +518,7 @@ int run(const CompileOptions& o) {
     target.reset();
   }
   if (ok && target && target->kind == BackendKind::IPVS) {
-    if (!o.prior_state.empty()) {
-      diags.report(DiagCode::ModeNotCompiled, {}, "", "",
-                   "--prior-state with the ipvs back end: the sync from a node's ipvsadm/ipset/iptables state is not "
-                   "written yet (issue 17 §2)");
-      target.reset();
-    } else if (o.output.empty() || o.output == "-") {
+    if (o.output.empty() || o.output == "-") {
       diags.report(DiagCode::ModeNotCompiled, {}, "", "",
                    "the ipvs back end writes four files (ipvs.rules, ipset.rules, iptables.rules, node.plan): give "
                    "-o DIR");
@@ -485,6 +529,7 @@ int run(const CompileOptions& o) {
   diags.sort_and_dedup();
   print_diagnostics(diags, sm);
   if (!result) return kExitError;
+  if (!o.prior_state.empty() && result.ipvs) return sync_ipvs_from_state(o, std::move(*result.ipvs), target->family);
   if (!o.prior_state.empty())
     return result.nft ? repair_nft_from_state(o, *result.nft, target->family) : repair_from_state(o, *result.ipt);
   DiagSink quiet;  // the node's name, as the compile chose it (reported above if it failed)
@@ -539,7 +584,9 @@ void add_compile(CLI::App& app, int& exit_code) {
   cmd->add_option("--prior-state", opts->prior_state,
                   "what the node really has (iptables-save output, or a restore program; nftables: `nft list "
                   "ruleset` output, or an nft script): write the smallest program that brings it to SNAPSHOT's full "
-                  "state (stale chains deleted, matching chains left out)")
+                  "state (stale chains deleted, matching chains left out); ipvs: a directory with ipvs.save (ipvsadm "
+                  "-S -n) and optionally ipvs.stats (ipvsadm -Ln), ipset.save, iptables.save: the change scripts of "
+                  "kube-proxy's sync, graceful termination included")
       ->excludes("--prior");
   // Flags that would be ignored are errors (a user who wrote them meant something).
   add_flavor_option(cmd, opts->flavor, "with --prior-state: iptables-restore semantics to check the repair against")
