@@ -15,6 +15,7 @@
 #include "tools/kpc/commands.h"
 #include "tools/kpc/json_report.h"
 #include "tools/kpc/text_layout.h"
+#include "tools/kpc/trace_expect.h"
 #include "tools/kpc/trace_nft.h"
 #include "verifier/nft/nft.h"
 #include "verifier/nft_trace/tracer.h"
@@ -297,33 +298,12 @@ int run_trace_nft(const NftTraceRequest& o) {
   else if (!write_output("", o.verbose ? nt::format_text(pkt, topt, res) : reviewer_text(nt::format_text(pkt, topt, res))))
     return kExitError;
 
-  std::vector<std::string> failed;
-  std::set<std::string> dnats;
-  for (const auto& oc : res.outcomes) {
-    if (oc.verdict == nt::Verdict::Unknown) failed.push_back("an outcome is unknown: " + oc.unknown_reason);
-    if (oc.dnat) dnats.insert(oc.dnat_text);
-    if (!o.expect_verdict.empty() && nt::verdict_name(oc.verdict) != o.expect_verdict)
-      failed.push_back(std::string("verdict ") + nt::verdict_name(oc.verdict) + " (p = " + oc.probability.fraction() +
-                       "), expected " + o.expect_verdict);
-    if (!o.expect_masquerade.empty() && oc.masquerade != (o.expect_masquerade == "yes"))
-      failed.push_back(std::string("masquerade ") + (oc.masquerade ? "yes" : "no") + " (p = " +
-                       oc.probability.fraction() + "), expected " + o.expect_masquerade);
-  }
-  if (!o.expect_dnat.empty()) {
-    std::set<std::string> want(o.expect_dnat.begin(), o.expect_dnat.end());
-    if (want != dnats) {
-      std::string got;
-      for (const auto& d : dnats) got += " " + d;
-      failed.push_back("DNAT destinations" + (got.empty() ? std::string(" none") : got) + ", expected the set of " +
-                       std::to_string(want.size()) + " given");
-    }
-  }
-  bool asserted = !o.expect_dnat.empty() || !o.expect_verdict.empty() || !o.expect_masquerade.empty();
-  if (!asserted) return kExitOk;
-  std::sort(failed.begin(), failed.end());
-  failed.erase(std::unique(failed.begin(), failed.end()), failed.end());
-  for (const auto& f : failed) std::fprintf(stderr, "kpc trace: expectation not met: %s\n", f.c_str());
-  return failed.empty() ? kExitOk : kExitDifferent;
+  std::vector<OutcomeFacts> facts;
+  for (const auto& oc : res.outcomes)
+    facts.push_back({nt::verdict_name(oc.verdict), oc.verdict == nt::Verdict::Unknown, oc.unknown_reason,
+                     oc.dnat ? std::optional<std::string>(oc.dnat_text) : std::nullopt, oc.masquerade,
+                     oc.probability.fraction()});
+  return check_expectations({o.expect_dnat, o.expect_verdict, o.expect_masquerade}, facts);
 }
 
 }  // namespace kpc::cli
