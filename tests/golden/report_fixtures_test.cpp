@@ -10,6 +10,9 @@
 // behaviour change). Besides the text, every drift repair must leave the node without drift.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
@@ -20,8 +23,37 @@ namespace kpc::test {
 namespace {
 namespace fs = std::filesystem;
 
+// The reports wrap at 100 columns and name their input files, so where a line breaks depends on
+// the length of the path kpc was given. The cases are read through a symlink to the source tree
+// whose name has the same length on every machine (/tmp/kpc-fixtures-<pid, 10 digits>), and that
+// prefix is written "@" in the expected files: the same bytes wherever the checkout is.
+class FixedRoot {
+ public:
+  FixedRoot() {
+    char name[64];
+    std::snprintf(name, sizeof name, "/tmp/kpc-fixtures-%010d", static_cast<int>(getpid()));
+    path_ = name;
+    fs::remove(path_);
+    fs::create_directory_symlink(fs::path(source_path("")).lexically_normal(), path_);
+  }
+  ~FixedRoot() {
+    std::error_code ec;
+    fs::remove(path_, ec);
+  }
+  std::string operator()(const std::string& rel) const { return path_ + "/" + rel; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+const FixedRoot& fixed_root() {
+  static FixedRoot root;
+  return root;
+}
+
 std::string relative(std::string s) {
-  const std::string root = source_path("");
+  const std::string root = fixed_root().path() + "/";
   for (size_t p = 0; (p = s.find(root, p)) != std::string::npos;) s.replace(p, root.size(), "@/");
   return s;
 }
@@ -47,7 +79,7 @@ void expect_file(const std::string& path, const std::string& actual) {
 
 std::vector<fs::path> cases(const std::string& dir, const std::string& marker) {
   std::vector<fs::path> out;
-  for (const auto& e : fs::directory_iterator(source_path(dir)))
+  for (const auto& e : fs::directory_iterator(fixed_root()(dir)))
     if (e.is_directory() && fs::exists(e.path() / marker)) out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
@@ -56,7 +88,7 @@ std::vector<fs::path> cases(const std::string& dir, const std::string& marker) {
 TEST(ReportFixtures, Drift) {
   auto all = cases("fixtures/drift", "node.save");
   ASSERT_GE(all.size(), 4u);
-  const std::string snap = source_path("fixtures/drift/snapshot.yaml");
+  const std::string snap = fixed_root()("fixtures/drift/snapshot.yaml");
   for (const auto& c : all) {
     SCOPED_TRACE(c.filename().string());
     std::string tmp = temp_dir("drift-fixture");
