@@ -134,5 +134,17 @@ TEST(IpvsDrainPlanCli, BadInputIsExit2Located) {
   EXPECT_EQ(r.out, "");
 }
 
+TEST(IpvsDrainPlanCli, HelpHasExamplesAndExitCodes) {
+  for (std::vector<std::string> argv : {std::vector<std::string>{bin_path("kpc"), "ipvs", "--help"},
+                                        {bin_path("kpc"), "ipvs", "drain-plan", "--help"}}) {
+    auto h = run(argv);
+    EXPECT_EQ(h.exit_code, 0) << argv[1];
+    EXPECT_TRUE(has(h.out, "Examples:")) << h.out;
+    EXPECT_TRUE(has(h.out, "Exit codes:")) << h.out;
+  }
+  auto none = run({bin_path("kpc"), "ipvs"});  // the group needs its subcommand
+  EXPECT_EQ(none.exit_code, 2);
+}
+
 }  // namespace
 }  // namespace kpc::test

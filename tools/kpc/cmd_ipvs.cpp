@@ -168,6 +168,10 @@ int run_drain_plan(const DrainOptions& o) {
 void add_ipvs(CLI::App& app, int& exit_code) {
   CLI::App* group = app.add_subcommand("ipvs", "IPVS node tools (issue 17): drain-plan");
   group->require_subcommand(1);
+  group->footer(
+      "Examples:\n"
+      "  kpc ipvs drain-plan cluster/ --prior-state node/   what kube-proxy's next sync drains, and the risks\n"
+      "Exit codes: those of the subcommand (drain-plan: 0 nothing draining, 1 draining or a warning, 2 error).");
   auto o = std::make_shared<DrainOptions>();
   CLI::App* cmd = group->add_subcommand(
       "drain-plan", "Per Service, the real servers kube-proxy's next IPVS sync leaves draining or deletes, their "
