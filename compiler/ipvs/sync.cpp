@@ -47,7 +47,11 @@ void server_line(std::string& out, char op, const std::string& svc, const IPAddr
 }
 
 // The real servers of one virtual server that exists on the node (syncEndpoint).
-void sync_servers(std::string& out, const VirtualServer& want, const PriorVirtualServer& have, SyncStats& st) {
+void sync_servers(std::string& out, const VirtualServer& want, const PriorVirtualServer& have, SyncStats& st,
+                  std::vector<RemovedRealServer>& removed) {
+  auto record = [&](const PriorRealServer& rs, RsFate fate) {
+    removed.push_back({want.protocol, want.address, want.port, rs, fate});
+  };
   std::string svc = service_text(want.protocol, want.address, want.port);
   std::map<RsKey, const PriorRealServer*> cur;
   for (const auto& rs : have.real_servers) cur[{rs.address, rs.port}] = &rs;
@@ -64,6 +68,7 @@ void sync_servers(std::string& out, const VirtualServer& want, const PriorVirtua
       server_line(out, 'd', svc, rs.address, rs.port, std::nullopt);
       server_line(out, 'a', svc, rs.address, rs.port, rs.weight);
       ++st.rs_readded;
+      record(*it->second, RsFate::Readded);
     } else if (it->second->weight != rs.weight || !it->second->masquerade) {
       server_line(out, 'e', svc, rs.address, rs.port, rs.weight);
       ++st.rs_edited;
@@ -74,12 +79,15 @@ void sync_servers(std::string& out, const VirtualServer& want, const PriorVirtua
     if (!drains(want.protocol) || idle(rs)) {
       server_line(out, 'd', svc, rs.address, rs.port, std::nullopt);
       ++st.rs_deleted;
+      record(rs, drains(want.protocol) ? RsFate::DeletedIdle : RsFate::DeletedAtOnce);
     } else {
-      if (rs.weight != 0 || !rs.masquerade) {  // GracefulDeleteRS: weight 0, kept until idle
+      bool newly = rs.weight != 0 || !rs.masquerade;
+      if (newly) {  // GracefulDeleteRS: weight 0, kept until idle
         server_line(out, 'e', svc, rs.address, rs.port, 0);
         ++st.rs_edited;
       }
       ++st.rs_draining;
+      record(rs, rs.weight != 0 ? RsFate::Draining : RsFate::StillDraining);
     }
   }
 }
@@ -143,6 +151,18 @@ bool sync_sets(std::string& out, const Program& full, const std::vector<PriorSet
 
 }  // namespace
 
+const char* rs_fate_name(RsFate f) {
+  switch (f) {
+    case RsFate::Draining: return "draining";
+    case RsFate::StillDraining: return "still_draining";
+    case RsFate::DeletedIdle: return "deleted_idle";
+    case RsFate::DeletedAtOnce: return "deleted_at_once";
+    case RsFate::Readded: return "readded";
+    case RsFate::DeletedWithVirtualServer: return "deleted_with_virtual_server";
+  }
+  return "?";
+}
+
 SyncResult sync_from_prior(const Program& full, const PriorState& prior) {
   SyncResult r;
   auto& st = r.stats;
@@ -166,7 +186,7 @@ SyncResult sync_from_prior(const Program& full, const PriorState& prior) {
       service_line(r.ipvs_rules, 'E', vs);
       ++st.vs_edited;
     }
-    sync_servers(r.ipvs_rules, vs, *it->second, st);
+    sync_servers(r.ipvs_rules, vs, *it->second, st, r.removed);
   }
   // cleanLegacyService: the family's virtual servers no service port wants go, with every
   // real server (draining ones too), unless ipvs.excludeCIDRs holds their address.
@@ -179,6 +199,8 @@ SyncResult sync_from_prior(const Program& full, const PriorState& prior) {
       continue;
     r.ipvs_rules += "-D " + service_text(vs.protocol, vs.address, vs.port) + "\n";
     ++st.vs_deleted;
+    for (const auto& rs : vs.real_servers)
+      r.removed.push_back({vs.protocol, vs.address, vs.port, rs, RsFate::DeletedWithVirtualServer});
   }
   if (!prior.sets) {
     r.ipset_rules = print_ipsets(full);
@@ -187,6 +209,7 @@ SyncResult sync_from_prior(const Program& full, const PriorState& prior) {
   } else if (!sync_sets(r.ipset_rules, full, *prior.sets, st, &r.error)) {
     r.ipvs_rules.clear();
     r.ipset_rules.clear();
+    r.removed.clear();
   }
   return r;
 }

@@ -29,6 +29,7 @@ struct PriorRealServer {
   uint32_t weight = 1;
   bool masquerade = true;
   std::optional<uint64_t> connections;  ///< ActiveConn + InActConn; nullopt: not read (treated as live)
+  std::optional<uint64_t> active, inactive;  ///< the two columns, for reports (kpc ipvs drain-plan); nullopt: not read
 };
 
 struct PriorVirtualServer {
@@ -59,10 +60,31 @@ struct SyncStats {
   size_t sets_created = 0, entries_added = 0, entries_deleted = 0;
 };
 
+/// What the sync does to a real server of the node that the program no longer wants, or that
+/// comes back while draining (what `kpc ipvs drain-plan` reports, compiler/ipvs/drain_plan.h).
+enum class RsFate : uint8_t {
+  Draining,                  ///< TCP, live (or unknown) counts: set to weight 0 now, kept
+  StillDraining,             ///< already at weight 0 with live (or unknown) counts: kept
+  DeletedIdle,               ///< TCP with 0 connections: -d
+  DeletedAtOnce,             ///< UDP or SCTP: -d whatever its counts
+  Readded,                   ///< wanted again while draining: -d then -a (its connections lose their server)
+  DeletedWithVirtualServer,  ///< its virtual server is deleted (-D)
+};
+const char* rs_fate_name(RsFate f);  ///< "draining", "still_draining", "deleted_idle", ...
+
+struct RemovedRealServer {
+  Protocol protocol = Protocol::TCP;
+  IPAddr vs_address;
+  uint16_t vs_port = 0;
+  PriorRealServer server;  ///< as the node has it (weight, counts)
+  RsFate fate = RsFate::Draining;
+};
+
 struct SyncResult {
   std::string ipvs_rules;   ///< `ipvsadm -R` change script
   std::string ipset_rules;  ///< `ipset restore` change script
   SyncStats stats;
+  std::vector<RemovedRealServer> removed;  ///< in script order
   std::string error;  ///< non-empty: no program (a set of another type on the node)
 };
 

@@ -3,7 +3,7 @@
 
   check_outputs.py --kpc build/release/bin/kpc --root .
 
-Runs each subcommand (validate, compile, simulate, golden, diff, verify, drift, trace) on the
+Runs each subcommand (validate, compile, simulate, golden, diff, verify, drift, trace, ipvs drain-plan) on the
 example cluster (fixtures/example) and on a copy of it with one endpoint moved, in the cases
 that give each document its interesting parts (differences with probabilities, a failing
 program, warnings, an error), and checks for each run:
@@ -99,6 +99,21 @@ def make_cases(kpc, root, tmp):
     J = ["--format", "json"]
     global failing_nft
     failing_nft = os.path.join(tmp, "failing.nft")
+    drain = os.path.join(tmp, "ipvs-node")
+
+    def write_ipvs_node():  # a node that still has a removed DNS endpoint under TCP and UDP, with counts
+        os.makedirs(drain, exist_ok=True)
+        with open(os.path.join(drain, "ipvs.save"), "w") as f:
+            f.write("-A -t 10.96.0.10:53 -s rr\n-a -t 10.96.0.10:53 -r 10.244.9.9:53 -m -w 1\n"
+                    "-A -u 10.96.0.10:53 -s rr\n-a -u 10.96.0.10:53 -r 10.244.9.9:53 -m -w 1\n"
+                    "-A -t 10.96.99.99:80 -s rr\n-a -t 10.96.99.99:80 -r 10.244.7.7:80 -m -w 1\n")
+        with open(os.path.join(drain, "ipvs.stats"), "w") as f:
+            f.write("TCP  10.96.0.10:53 rr\n  -> 10.244.9.9:53 Masq 1 4 1\n")
+    empty_node = os.path.join(tmp, "ipvs-empty-node")
+
+    def write_empty_node():  # nothing the sync removes
+        os.makedirs(empty_node, exist_ok=True)
+        open(os.path.join(empty_node, "ipvs.save"), "w").close()
 
     def write_failing_nft():  # a transaction nft refuses: a rule in a chain that does not exist
         with open(failing_nft, "w") as f:
@@ -144,6 +159,13 @@ def make_cases(kpc, root, tmp):
                             "--from", "pod"] + J, 0, "trace", None),
         ("trace nftables snapshot", ["trace", ex, "--backend", "nftables", "--src", "203.0.113.7", "--dst",
                                      "192.168.0.10", "--dport", "30080"] + J, 0, "trace", None),
+        ("ipvs drain-plan", ["ipvs", "drain-plan", ex, "--prior-state", drain, "--kernel-version", "4.19"] + J,
+         1, "ipvs-drain-plan", write_ipvs_node),
+        ("ipvs drain-plan mode 1", ["ipvs", "drain-plan", ex, "--prior-state", drain, "--kernel-version", "4.19",
+                                    "--sysctl", "net.ipv4.vs.conn_reuse_mode=1", "--sysctl",
+                                    "net.ipv4.vs.expire_nodest_conn=0"] + J, 1, "ipvs-drain-plan", write_ipvs_node),
+        ("ipvs drain-plan nothing", ["ipvs", "drain-plan", ex, "--prior-state", empty_node, "--kernel-version", "3.10"]
+         + J, 0, "ipvs-drain-plan", write_empty_node),
         ("trace nftables bad file", ["trace", failing_nft, "--src", "10.0.0.1", "--dst", "10.96.10.10",
                                      "--dport", "80"] + J, 2, "error", write_failing_nft),
     ]

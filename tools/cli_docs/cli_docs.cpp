@@ -261,6 +261,11 @@ std::string man_page(const CLI::App& app, const std::string& name, const std::st
     for (const auto* c : cmds) {
       s += ".SS \"" + roff(name + " " + c->get_name()) + "\"\n" + roff(c->get_description()) + "\n";
       s += man_options(*c) + man_footer(*c);
+      for (const auto* sub : visible_commands(*c)) {  // a command group's commands (`kpc ipvs drain-plan`)
+        s += ".SS \"" + roff(name + " " + c->get_name() + " " + sub->get_name()) + "\"\n" +
+             roff(sub->get_description()) + "\n";
+        s += man_options(*sub) + man_footer(*sub);
+      }
     }
   }
   s += ".SH OPTIONS\n" + man_options(app) + man_footer(app);

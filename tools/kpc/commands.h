@@ -53,6 +53,8 @@ bool choose_local_addresses(const std::vector<std::string>& given, std::vector<I
 void add_diff(CLI::App& app, int& exit_code);
 void add_drift(CLI::App& app, int& exit_code);
 void add_golden(CLI::App& app, int& exit_code);
+/// `kpc ipvs drain-plan` (cmd_ipvs.cpp).
+void add_ipvs(CLI::App& app, int& exit_code);
 
 /// One full sync of snap (its node chosen) for target, as `kpc compile` without --prior
 /// writes it (cmd_compile.cpp); kube_proxy_version picks the nftables layout. nullopt with

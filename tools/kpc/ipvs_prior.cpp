@@ -50,7 +50,8 @@ bool ipvs_prior_from_text(std::string_view save, std::string_view stats, bool ha
     p.flags = vs.flags;
     for (const auto& rs : vs.real_servers)
       p.real_servers.push_back({rs.dest.address, rs.dest.port, rs.weight,
-                                rs.forward == verifier::ipvs::Forward::Masq, rs.connections()});
+                                rs.forward == verifier::ipvs::Forward::Masq, rs.connections(), rs.active,
+                                rs.inactive});
     out->virtual_servers.push_back(std::move(p));
   }
   return true;

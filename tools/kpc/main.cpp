@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   kpc::cli::add_golden(app, exit_code);
   kpc::cli::add_simulate(app, exit_code);
   kpc::cli::add_trace(app, exit_code);
+  kpc::cli::add_ipvs(app, exit_code);
   // `kpc __complete bash|zsh`, `kpc __man`: generated from the definitions above (the build runs them).
   if (int rc = 0; kpc::cli_docs::handle(app, "kpc", std::string("kpc ") + kpc::kVersion, argc, argv, &rc)) return rc;
   try {
