@@ -166,6 +166,8 @@ def make_cases(kpc, root, tmp):
                                     "net.ipv4.vs.expire_nodest_conn=0"] + J, 1, "ipvs-drain-plan", write_ipvs_node),
         ("ipvs drain-plan nothing", ["ipvs", "drain-plan", ex, "--prior-state", empty_node, "--kernel-version", "3.10"]
          + J, 0, "ipvs-drain-plan", write_empty_node),
+        ("ipvs drain-plan missing dir", ["ipvs", "drain-plan", ex, "--prior-state", os.path.join(tmp, "nosuch")] + J,
+         2, "error", None),
         ("trace nftables bad file", ["trace", failing_nft, "--src", "10.0.0.1", "--dst", "10.96.10.10",
                                      "--dport", "80"] + J, 2, "error", write_failing_nft),
     ]

@@ -104,9 +104,19 @@ int main(int argc, char** argv) {
     return kpc::cli::kExitInternal;
   }
   // --format json and an error before the command printed its document: the diagnostics as one.
-  if (exit_code == kpc::cli::kExitError && !kpc::cli::json_printed())
-    for (CLI::App* sub : app.get_subcommands())
-      if (const CLI::Option* f = sub->get_option_no_throw("--format"); f && f->count() && f->results().back() == "json")
-        kpc::cli::print_error_document(sub->get_name(), exit_code);
+  // The command may be nested (`kpc ipvs drain-plan`): the innermost one parsed, named in full.
+  if (exit_code == kpc::cli::kExitError && !kpc::cli::json_printed()) {
+    std::string name;
+    for (CLI::App* cmd = &app; cmd;) {
+      auto subs = cmd->get_subcommands();
+      if (subs.empty()) break;
+      cmd = subs.front();
+      name += (name.empty() ? "" : " ") + cmd->get_name();
+      if (const CLI::Option* f = cmd->get_option_no_throw("--format"); f && f->count() && f->results().back() == "json") {
+        kpc::cli::print_error_document(name, exit_code);
+        break;
+      }
+    }
+  }
   return exit_code;
 }
