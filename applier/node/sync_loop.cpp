@@ -488,6 +488,7 @@ struct SyncLoop::State {
             {"verify_runs", counters.verify_runs},
             {"verify_failures", counters.verify_failures},
             {"jumps_inserted", counters.jumps_inserted},
+            {"state_dir_errors", counters.state_dir_errors},
             {"last_sync_ok", r.ok}};
     state_write("status.json", st.dump(2) + "\n");
     return r;
