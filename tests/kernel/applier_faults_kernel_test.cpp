@@ -369,3 +369,92 @@ TEST(ApplierFaults, WatchStreamCutMidEventAppliesOnlyWholeEventsAndResumes) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// The periodic drift check (issue 15 §2): behind the applier's back a kube-proxy rule is
+// deleted (in a per-endpoint chain, which a partial sync without changes does not rewrite) and
+// kube-proxy's PREROUTING jump removed, while a foreign rule is added. Within one syncPeriod the
+// kernel is the full program again, the repair is counted once, and the foreign rule is still
+// there; a second period finds no drift.
+TEST(ApplierDrift, IptablesDriftRepairedWithinOneSyncPeriodForeignRulesUntouched) {
+  NEED_NETNS();
+  Netns a;
+  add_foreign(a);
+  Cluster c = make_cluster(81);
+  for (uint64_t seed = 82; seed < 120; ++seed) {
+    DiagSink d;
+    auto p = compile_iptables(c.load(), Backend::IPTables, {}, d);
+    if (p && p->text.find(":KUBE-SEP-") != std::string::npos) break;
+    c = make_cluster(seed);
+  }
+  const std::string want = expected_iptables(c.load());
+  in_netns(a, [&] {
+    applier::KernelTools tools;
+    tools.flavor = verifier::Flavor::Legacy;
+    applier::KernelDataplane dp(tools);
+    applier::FakeClock clock;
+    applier::LoopOptions o;
+    o.families = {IPFamily::V4};
+    o.sync_period_ms = 2000;
+    std::vector<std::string> logs;
+    applier::SyncLoop loop(o, clock, dp, [&](const std::string& l) { logs.push_back(l); });
+    loop.replace_all(c.load());
+    auto r = loop.tick();
+    ASSERT_TRUE(r && r->ok) << (r ? r->families[0].error : "");
+    ASSERT_EQ(normalized_save(a), want);
+    // No drift yet: a period passes, the check runs and repairs nothing.
+    clock.advance_ms(2000);
+    r = loop.tick();
+    ASSERT_TRUE(r && r->ok);
+    EXPECT_TRUE(r->families[0].drift_checked);
+    EXPECT_FALSE(r->families[0].drift_repaired);
+    EXPECT_EQ(loop.counters().drift_repairs, 0u);
+
+    // Drift: a KUBE-SEP chain's DNAT rule and the PREROUTING jump go; a foreign rule comes.
+    std::string sep;
+    {
+      size_t at = want.find("\n:KUBE-SEP-");
+      ASSERT_NE(at, std::string::npos);
+      sep = want.substr(at + 2, want.find(' ', at + 2) - at - 2);
+    }
+    auto run = [&](std::vector<std::string> argv) {
+      std::string cmd;
+      for (auto& x : argv) cmd += "'" + x + "' ";
+      ASSERT_EQ(system(cmd.c_str()), 0) << cmd;
+    };
+    run({"iptables-legacy", "-t", "nat", "-F", sep});
+    run({"iptables-legacy", "-t", "nat", "-D", "PREROUTING", "-m", "comment", "--comment", "kubernetes service portals", "-j",
+         "KUBE-SERVICES"});
+    run({"iptables-legacy", "-t", "nat", "-A", "PREROUTING", "-p", "udp", "--dport", "5353", "-j", "ACCEPT"});
+    ASSERT_NE(normalized_save(a), want);
+
+    clock.advance_ms(1999);
+    EXPECT_FALSE(loop.tick().has_value());  // not yet due
+    clock.advance_ms(1);
+    r = loop.tick();
+    ASSERT_TRUE(r && r->ok) << r->families[0].error;
+    EXPECT_TRUE(r->families[0].drift_repaired);
+    EXPECT_EQ(loop.counters().drift_repairs, 1u);
+    std::string now = normalized_save(a);
+    const std::string foreign = "-A PREROUTING -p udp -m udp --dport 5353 -j ACCEPT\n";
+    ASSERT_NE(now.find(foreign), std::string::npos) << "the foreign rule was touched:\n" << now;
+    now.erase(now.find(foreign), foreign.size());
+    EXPECT_EQ(now, want);
+    bool logged = false;
+    for (const auto& l : logs) logged |= l.find("\"msg\":\"drift repaired\"") != std::string::npos;
+    EXPECT_TRUE(logged);
+
+    // The next period: no drift, nothing counted.
+    clock.advance_ms(2000);
+    r = loop.tick();
+    ASSERT_TRUE(r && r->ok);
+    EXPECT_TRUE(r->families[0].drift_checked);
+    EXPECT_FALSE(r->families[0].drift_repaired);
+    EXPECT_EQ(loop.counters().drift_repairs, 1u);
+  });
+}
+
+}  // namespace
+}  // namespace kpc::test
