@@ -82,6 +82,7 @@ struct FamilyState {
   IPFamily family;
   std::unique_ptr<IncrementalCompiler> ic;
   bool synced = false, needs_full = true;
+  std::string needs_full_reason;  ///< why needs_full was set, when not a failed apply
   int64_t last_full_ms = 0;
   int64_t last_drift_check_ms = 0;  ///< the last drift check or full sync (which reads the kernel back)
   // The kernel as the applier holds it (read at every full sync, then advanced by the model).
@@ -218,7 +219,9 @@ struct SyncLoop::State {
     FamilyReport rep;
     rep.family = fs.family;
     bool full = !fs.synced || fs.needs_full || now - fs.last_full_ms >= opts.full_sync_period_ms;
-    std::string full_reason = !fs.synced ? "first sync" : fs.needs_full ? "the last sync failed" : "hourly full sync";
+    std::string full_reason = !fs.synced      ? "first sync"
+                              : fs.needs_full ? (fs.needs_full_reason.empty() ? "the last sync failed" : fs.needs_full_reason)
+                                              : "hourly full sync";
     IncrementalSyncOptions so;
     so.force_full = full;
     so.now_ms = now;
@@ -412,6 +415,7 @@ struct SyncLoop::State {
         log(json{{"msg", "held state unavailable"}, {"family", fam(fs.family)}, {"error", err}}.dump());
       fs.last_full_ms = fs.last_drift_check_ms = now;
       fs.needs_full = false;
+      fs.needs_full_reason.clear();
     } else if (opts.mode == BackendKind::IPTables && fs.held) {
       verifier::ApplyOptions ao;
       ao.noflush = true;
@@ -440,6 +444,7 @@ struct SyncLoop::State {
     rep->drift_checked = true;
     auto give_up = [&](const std::string& why) {
       fs.needs_full = true;
+      fs.needs_full_reason = "the drift check failed";
       if (log) log(json{{"msg", "drift check failed"}, {"family", fam(fs.family)}, {"error", why}, {"next", "full sync"}}.dump());
     };
     std::string text;

@@ -22,7 +22,9 @@
 #include "applier/node/kernel_dataplane.h"
 #include "applier/node/sources.h"
 #include "applier/node/sync_loop.h"
+#include "applier/node/nft_equiv.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/compile_nftables.h"
 #include "tests/support/cluster_changes.h"
 #include "tests/support/cluster_env.h"
 #include "tests/support/netns.h"
@@ -447,6 +449,95 @@ TEST(ApplierDrift, IptablesDriftRepairedWithinOneSyncPeriodForeignRulesUntouched
     EXPECT_TRUE(logged);
 
     // The next period: no drift, nothing counted.
+    clock.advance_ms(2000);
+    r = loop.tick();
+    ASSERT_TRUE(r && r->ok);
+    EXPECT_TRUE(r->families[0].drift_checked);
+    EXPECT_FALSE(r->families[0].drift_repaired);
+    EXPECT_EQ(loop.counters().drift_repairs, 1u);
+  });
+}
+
+}  // namespace
+}  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+std::string nft_table(const Netns& ns, const char* family) {
+  auto r = ns.exec({"nft", "list", "table", family, "kube-proxy"});
+  return r.exit_code == 0 ? r.out : "";
+}
+
+// The kube-proxy table of `a` equals, object by object, a fresh namespace's after the full
+// transaction.
+bool nft_equals_full(const Netns& a, const Snapshot& snap, IPFamily f, std::string* diffs) {
+  namespace vn = verifier::nft;
+  const char* fam = f == IPFamily::V4 ? "ip" : "ip6";
+  Netns b;
+  DiagSink d;
+  auto full = compile_nftables(snap, f, {}, d);
+  if (!full || b.exec({"nft", "-f", "-"}, full->text).exit_code != 0) return *diffs = "the full transaction", false;
+  vn::NftState got, want;
+  vn::NftError err;
+  if (!vn::parse_listing(nft_table(a, fam), "a", &got, &err) || !vn::parse_listing(nft_table(b, fam), "b", &want, &err))
+    return *diffs = err.to_string(), false;
+  auto cmp = applier::compare_nft_tables(got, want, f == IPFamily::V4 ? vn::Family::Ip : vn::Family::Ip6, "kube-proxy");
+  for (const auto& x : cmp.differences) *diffs += x + "\n";
+  return cmp.verdict != applier::NftVerdict::NotEquivalent;
+}
+
+// The same in nftables mode: an endpoint chain flushed and a service-ips element deleted behind
+// the applier's back, a foreign table's rule added; one syncPeriod later the kube-proxy table
+// equals the full transaction's, one repair counted, the foreign table intact.
+TEST(ApplierDrift, NftablesDriftRepairedWithinOneSyncPeriodForeignTableUntouched) {
+  NEED_NETNS();
+  Netns a;
+  ASSERT_EQ(a.exec({"nft", "add", "table", "inet", "mine"}).exit_code, 0);
+  ASSERT_EQ(a.exec({"nft", "add", "chain", "inet", "mine", "input", "{ type filter hook input priority 0 ; }"}).exit_code, 0);
+  Cluster c = make_cluster(91);
+  c.gen.config->mode = "nftables";
+  c.write();
+  for (uint64_t seed = 92; seed < 130; ++seed) {
+    DiagSink d;
+    auto p = compile_nftables(c.load(), IPFamily::V4, {}, d);
+    if (p && p->text.find("add chain ip kube-proxy endpoint-") != std::string::npos) break;
+    c = make_cluster(seed);
+    c.gen.config->mode = "nftables";
+    c.write();
+  }
+  in_netns(a, [&] {
+    applier::KernelDataplane dp(applier::KernelTools{});
+    applier::FakeClock clock;
+    applier::LoopOptions o;
+    o.mode = BackendKind::NFTables;
+    o.families = {IPFamily::V4};
+    o.sync_period_ms = 2000;
+    applier::SyncLoop loop(o, clock, dp);
+    loop.replace_all(c.load());
+    auto r = loop.tick();
+    ASSERT_TRUE(r && r->ok) << (r ? r->families[0].error : "");
+    std::string diffs;
+    ASSERT_TRUE(nft_equals_full(a, c.load(), IPFamily::V4, &diffs)) << diffs;
+
+    std::string table = nft_table(a, "ip");
+    size_t at = table.find("chain endpoint-");
+    ASSERT_NE(at, std::string::npos) << table;
+    std::string chain = table.substr(at + 6, table.find(' ', at + 6) - at - 6);
+    auto run = [&](const std::string& cmd) { ASSERT_EQ(system(cmd.c_str()), 0) << cmd; };
+    run("nft flush chain ip kube-proxy '" + chain + "'");
+    run("nft add rule inet mine input tcp dport 2222 drop");
+    ASSERT_FALSE(nft_equals_full(a, c.load(), IPFamily::V4, &diffs));
+
+    clock.advance_ms(2000);
+    r = loop.tick();
+    ASSERT_TRUE(r && r->ok) << r->families[0].error;
+    EXPECT_TRUE(r->families[0].drift_repaired);
+    EXPECT_EQ(loop.counters().drift_repairs, 1u);
+    diffs.clear();
+    EXPECT_TRUE(nft_equals_full(a, c.load(), IPFamily::V4, &diffs)) << diffs;
+    EXPECT_NE(a.exec({"nft", "list", "table", "inet", "mine"}).out.find("tcp dport 2222 drop"), std::string::npos);
+
     clock.advance_ms(2000);
     r = loop.tick();
     ASSERT_TRUE(r && r->ok);
