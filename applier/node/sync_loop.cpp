@@ -481,6 +481,12 @@ struct SyncLoop::State {
       no.keep_state = false;
       auto want = compile_nftables(snap, fs.family, no, d);
       if (!want) return give_up("the full transaction cannot be compiled");
+      // Equivalent is not drift: a partial sync leaves the chains of deleted Services in the
+      // table, empty and unreferenced, for kube-proxy's deferred clean-up (nft_equiv.h).
+      vn::NftState desired;
+      if (vn::apply_script(desired, want->text, "full.nft").ok &&
+          compare_nft_tables(actual, desired, nft_family(fs.family), "kube-proxy").verdict != NftVerdict::NotEquivalent)
+        return;
       auto rr = repair_nft(actual, want->text, nft_family(fs.family));
       if (!rr.ok) return give_up("no repair: " + rr.error);
       if (rr.transaction.empty()) return;

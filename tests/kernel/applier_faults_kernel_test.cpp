@@ -532,6 +532,16 @@ TEST(ApplierDrift, NftablesDriftRepairedWithinOneSyncPeriodForeignTableUntouched
     ASSERT_TRUE(r && r->ok) << (r ? r->families[0].error : "");
     std::string diffs;
     ASSERT_TRUE(nft_equals_full(a, c.load(), IPFamily::V4, &diffs)) << diffs;
+    // A Service goes: the partial sync leaves its chains, empty, for the deferred clean-up;
+    // that is not drift.
+    change(c.gen, 1), c.write();
+    loop.replace_all(c.load());
+    clock.advance_ms(2000);
+    r = loop.tick();
+    ASSERT_TRUE(r && r->ok) << r->families[0].error;
+    EXPECT_EQ(r->families[0].kind, "partial");
+    EXPECT_TRUE(r->families[0].drift_checked);
+    EXPECT_FALSE(r->families[0].drift_repaired) << r->families[0].drift;
 
     std::string table = nft_table(a, "ip");
     size_t at = table.find("chain endpoint-");
