@@ -428,7 +428,9 @@ struct SyncLoop::State {
     state_write(program_name("last-applied", fs.family), program);
     if (!full && now - fs.last_drift_check_ms >= opts.sync_period_ms) {
       fs.last_drift_check_ms = now;
+      auto td = std::chrono::steady_clock::now();
       check_drift(fs, &rep);
+      rep.drift_ms = ms_since(td);
     }
     if (opts.mode == BackendKind::IPTables) count_rules(fs, program, &rep);
     return rep;
@@ -572,6 +574,7 @@ struct SyncLoop::State {
       if (fr.fallback) j["fallback"] = "full";
       if (fr.jumps_inserted) j["jumps_inserted"] = fr.jumps_inserted;
       if (!fr.error.empty()) j["error"] = fr.error.substr(0, 2000);
+      if (fr.drift_checked) j["drift_ms"] = std::round(fr.drift_ms * 100) / 100;
       if (fr.drift_repaired) j["drift_repaired"] = json::parse(fr.drift);
       if (log) log(j.dump());
     }

@@ -83,6 +83,7 @@ struct FamilyReport {
   /// repair was applied; drift says what was put back.
   bool drift_checked = false, drift_repaired = false;
   std::string drift;
+  double drift_ms = 0;  ///< the check: read, full compile, repair computation (and apply)
 };
 
 struct SyncReport {
