@@ -572,3 +572,68 @@ TEST(ApplierDrift, NftablesDriftRepairedWithinOneSyncPeriodForeignTableUntouched
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// (b) in nftables mode: `kill -9` between two transactions of one sync (the wrapper lets the
+// first `nft -f` through, then sleeps on the second: one family new, the other old), then a
+// restart converges both families; the foreign table is untouched.
+TEST(ApplierFaults, NftablesKill9BetweenTransactionsThenRestartConverges) {
+  NEED_NETNS();
+  Netns a;
+  ASSERT_EQ(a.exec({"nft", "add", "table", "inet", "mine"}).exit_code, 0);
+  ASSERT_EQ(a.exec({"nft", "add", "chain", "inet", "mine", "input", "{ type filter hook input priority 0 ; }"}).exit_code, 0);
+  ASSERT_EQ(a.exec({"nft", "add", "rule", "inet", "mine", "input", "tcp", "dport", "2222", "drop"}).exit_code, 0);
+  // A cluster with IPv6 endpoints: the second family's transaction then has work to do.
+  Cluster c = make_cluster(101);
+  for (uint64_t seed = 102; seed < 160; ++seed) {
+    DiagSink d;
+    auto p = compile_nftables(c.load(), IPFamily::V6, {}, d);
+    if (p && p->text.find("add chain ip6 kube-proxy endpoint-") != std::string::npos) break;
+    c = make_cluster(seed);
+  }
+  c.gen.config->mode = "nftables";
+  c.write();
+  std::string state = temp_dir("applier-nft-kill-state");
+  std::vector<std::string> once{bin_path("kpc-applier"), "--watch", c.dir, "--once", "--state-dir", state};
+  auto first = a.exec(once);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  for (auto& sl : c.gen.slices) sl.endpoints.clear();
+  change(c.gen, 1);
+  c.write();
+  const Snapshot want = c.load();
+
+  std::string dir = temp_dir("applier-nft-kill");
+  std::string wrapper = dir + "/nft";
+  write_file(wrapper, "#!/bin/sh\nif [ \"$1\" = -f ]; then\n  if [ -e " + dir + "/one ]; then echo $$ > " + dir +
+                          "/wrapper.pid; cat >/dev/null; touch " + dir + "/started; exec sleep 60; fi\n  touch " + dir +
+                          "/one\nfi\nexec nft \"$@\"\n");
+  ASSERT_EQ(chmod(wrapper.c_str(), 0755), 0);
+  std::string cmd = "echo $$ > " + dir + "/applier.pid; exec";
+  for (auto& x : once) cmd += " '" + x + "'";
+  cmd += " --nft '" + wrapper + "'";
+  CommandResult killed;
+  std::thread runner([&] { killed = a.exec({"sh", "-c", cmd}); });
+  ASSERT_TRUE(wait_for_file(dir + "/started", 20000)) << "the wrapper never blocked";
+  pid_t applier = read_pid(dir + "/applier.pid"), tool = read_pid(dir + "/wrapper.pid");
+  ASSERT_GT(applier, 0);
+  ASSERT_EQ(kill(applier, SIGKILL), 0);
+  if (tool > 0) kill(tool, SIGKILL);
+  runner.join();
+  EXPECT_NE(killed.exit_code, 0);
+  std::string d4, d6;
+  EXPECT_FALSE(nft_equals_full(a, want, IPFamily::V4, &d4) && nft_equals_full(a, want, IPFamily::V6, &d6))
+      << "the fault left nothing to repair";
+
+  auto restarted = a.exec(once);
+  ASSERT_EQ(restarted.exit_code, 0) << restarted.err;
+  for (IPFamily f : {IPFamily::V4, IPFamily::V6}) {
+    std::string diffs;
+    EXPECT_TRUE(nft_equals_full(a, want, f, &diffs)) << diffs;
+  }
+  EXPECT_NE(a.exec({"nft", "list", "table", "inet", "mine"}).out.find("tcp dport 2222 drop"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kpc::test
