@@ -129,6 +129,7 @@ void ApplierMetrics::synced(const SyncReport& r, int64_t wall_ms) {
     pf.sync.observe(seconds);
     if (fr.verify_ms > 0) pf.verify.observe(fr.verify_ms / 1000.0);
     if (fr.fallback) ++pf.verify_failures;
+    if (fr.drift_repaired) ++drift_repairs_;
     if (fr.ok) {
       (fr.kind == "full" ? pf.full : pf.partial).observe(seconds);
       pf.last_timestamp = static_cast<double>(wall_ms) / 1000.0;
@@ -258,7 +259,7 @@ std::string ApplierMetrics::render() const {
   kpc_header("kpc_partial_verify_duration_seconds", "Time to prove a partial sync equal to the full program", "histogram");
   for (const auto& [f, pf] : fam_)
     histogram(out, "kpc_partial_verify_duration_seconds", std::string("ip_family=\"") + family_label(f) + "\"", pf.verify);
-  kpc_header("kpc_drift_repairs_total", "Drift repairs applied (drift checks are not built yet: always 0)", "counter");
+  kpc_header("kpc_drift_repairs_total", "Drift repairs applied: the periodic check found the kernel differing from the last applied program (kube-proxy's part) and repaired it", "counter");
   out += "kpc_drift_repairs_total " + std::to_string(drift_repairs_) + "\n";
   return out;
 }

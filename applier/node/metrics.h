@@ -50,7 +50,7 @@ class ApplierMetrics {
   /// kube-proxy's network programming latency: trigger time (the EndpointSlice's
   /// endpoints.kubernetes.io/last-change-trigger-time) to the sync that applied it.
   void network_programmed(IPFamily f, double seconds);
-  /// kpc: a drift repair was applied (reserved: drift checks are not built yet).
+  /// kpc: a drift repair was applied (also counted from SyncReport::drift_repaired by synced()).
   void drift_repaired();
   void set_node_eligible(bool eligible);
 

@@ -92,6 +92,9 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  // A tool killed by a signal (a supervisor's SIGTERM reaching the process group, the OOM
+  // killer) writes nothing: say so, or the sync's error would be empty.
+  if (WIFSIGNALED(status)) r.err += (r.err.empty() || r.err.back() == '\n' ? "" : "\n") + argv[0] + " killed by signal " + std::to_string(WTERMSIG(status));
   return r;
 }
 

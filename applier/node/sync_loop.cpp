@@ -9,6 +9,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "applier/core/nft_repair.h"
 #include "applier/core/repair.h"
 #include "applier/node/nft_equiv.h"
 #include "applier/node/state_dir.h"
@@ -81,7 +82,9 @@ struct FamilyState {
   IPFamily family;
   std::unique_ptr<IncrementalCompiler> ic;
   bool synced = false, needs_full = true;
+  std::string needs_full_reason;  ///< why needs_full was set, when not a failed apply
   int64_t last_full_ms = 0;
+  int64_t last_drift_check_ms = 0;  ///< the last drift check or full sync (which reads the kernel back)
   // The kernel as the applier holds it (read at every full sync, then advanced by the model).
   std::optional<verifier::RulesetState> held;
   std::optional<vn::NftState> held_nft;
@@ -216,7 +219,9 @@ struct SyncLoop::State {
     FamilyReport rep;
     rep.family = fs.family;
     bool full = !fs.synced || fs.needs_full || now - fs.last_full_ms >= opts.full_sync_period_ms;
-    std::string full_reason = !fs.synced ? "first sync" : fs.needs_full ? "the last sync failed" : "hourly full sync";
+    std::string full_reason = !fs.synced      ? "first sync"
+                              : fs.needs_full ? (fs.needs_full_reason.empty() ? "the last sync failed" : fs.needs_full_reason)
+                                              : "hourly full sync";
     IncrementalSyncOptions so;
     so.force_full = full;
     so.now_ms = now;
@@ -408,8 +413,9 @@ struct SyncLoop::State {
       std::string err;
       if (!read_held(fs, &err) && log)
         log(json{{"msg", "held state unavailable"}, {"family", fam(fs.family)}, {"error", err}}.dump());
-      fs.last_full_ms = now;
+      fs.last_full_ms = fs.last_drift_check_ms = now;
       fs.needs_full = false;
+      fs.needs_full_reason.clear();
     } else if (opts.mode == BackendKind::IPTables && fs.held) {
       verifier::ApplyOptions ao;
       ao.noflush = true;
@@ -419,9 +425,98 @@ struct SyncLoop::State {
       if (!vn::apply_script(*fs.held_nft, program, "partial.nft").ok) fs.held_nft.reset(), fs.needs_full = true;
     }
     fs.synced = true;
-    if (opts.mode == BackendKind::IPTables) count_rules(fs, program, &rep);
     state_write(program_name("last-applied", fs.family), program);
+    if (!full && now - fs.last_drift_check_ms >= opts.sync_period_ms) {
+      fs.last_drift_check_ms = now;
+      auto td = std::chrono::steady_clock::now();
+      check_drift(fs, &rep);
+      rep.drift_ms = ms_since(td);
+    }
+    if (opts.mode == BackendKind::IPTables) count_rules(fs, program, &rep);
     return rep;
+  }
+
+  // The drift check (see sync_loop.h). Called right after a successful sync: the family has
+  // nothing pending, so the desired state is the full program of the held objects. Anything
+  // that goes wrong here (the kernel unreadable, no repair possible, the repair refused) makes
+  // the family's next sync full, which re-reads the kernel and rewrites all of kube-proxy's
+  // part — the repair of last resort.
+  void check_drift(FamilyState& fs, FamilyReport* rep) {
+    ++counters.drift_checks;
+    rep->drift_checked = true;
+    auto give_up = [&](const std::string& why) {
+      fs.needs_full = true;
+      fs.needs_full_reason = "the drift check failed";
+      if (log) log(json{{"msg", "drift check failed"}, {"family", fam(fs.family)}, {"error", why}, {"next", "full sync"}}.dump());
+    };
+    std::string text;
+    auto rd = dp.read(opts.mode, fs.family, &text);
+    if (!rd.ok) return give_up("reading the kernel: " + rd.error);
+    const Snapshot& snap = store.snapshot();
+    DiagSink d;
+    std::string repair_text;
+    json what;
+    if (opts.mode == BackendKind::IPTables) {
+      verifier::RulesetState actual = verifier::RulesetState::empty(fs.family);
+      std::string err;
+      if (!verifier::load_save(kube_tables(text), fs.family, dp.flavor(), actual, &err))
+        return give_up("the kernel's rules cannot be read by kpc's model: " + err);
+      auto want = compile_iptables(snap, fs.family == IPFamily::V4 ? Backend::IPTables : Backend::IP6Tables, {}, d);
+      if (!want) return give_up("the full program cannot be compiled");
+      RepairOptions ro;
+      ro.flavor = dp.flavor();
+      ro.ensure_jumps = true;  // kube-proxy's jumps in the built-in chains are its part too
+      auto rr = repair(actual, want->text, ro);
+      if (!rr.ok) return give_up("no repair: " + rr.error);
+      if (rr.stats.chains_written + rr.stats.chains_deleted + rr.stats.jumps_restored == 0) return;
+      repair_text = std::move(rr.program);
+      what = {{"chains_written", rr.stats.chains_written},
+              {"chains_deleted", rr.stats.chains_deleted},
+              {"jumps_restored", rr.stats.jumps_restored}};
+    } else {
+      vn::NftState actual;
+      TableName only{nft_family(fs.family), "kube-proxy"};
+      std::string err;
+      if (!text.empty() && !read_nft_state(text, "nft-list", &actual, &err, &only))
+        return give_up("the kernel's kube-proxy table cannot be read by kpc's model: " + err);
+      NftOptions no;
+      no.keep_state = false;
+      auto want = compile_nftables(snap, fs.family, no, d);
+      if (!want) return give_up("the full transaction cannot be compiled");
+      // Equivalent is not drift: a partial sync leaves the chains of deleted Services in the
+      // table, empty and unreferenced, for kube-proxy's deferred clean-up (nft_equiv.h).
+      vn::NftState desired;
+      if (vn::apply_script(desired, want->text, "full.nft").ok &&
+          compare_nft_tables(actual, desired, nft_family(fs.family), "kube-proxy").verdict != NftVerdict::NotEquivalent)
+        return;
+      auto rr = repair_nft(actual, want->text, nft_family(fs.family));
+      if (!rr.ok) return give_up("no repair: " + rr.error);
+      if (rr.transaction.empty()) return;
+      repair_text = std::move(rr.transaction);
+      what = {{"chains_rewritten", rr.stats.chains_rewritten + rr.stats.chains_recreated},
+              {"chains_created", rr.stats.chains_created},
+              {"chains_deleted", rr.stats.chains_deleted},
+              {"sets_created", rr.stats.sets_created + rr.stats.sets_recreated},
+              {"elements_added", rr.stats.elements_added},
+              {"elements_deleted", rr.stats.elements_deleted},
+              {"table_created", rr.stats.table_created}};
+    }
+    auto ar = dp.apply(opts.mode, fs.family, repair_text);
+    if (!ar.ok) {
+      state_write(program_name("last-failed", fs.family), repair_text);
+      state_write(program_name("last-failed", fs.family) + ".err", ar.error);
+      return give_up("the repair was refused: " + ar.error);
+    }
+    ++counters.drift_repairs;
+    rep->drift_repaired = true;
+    rep->drift = what.dump();
+    if (log)
+      log(json{{"msg", "drift repaired"}, {"family", fam(fs.family)}, {"repair", what}, {"bytes", repair_text.size()}}.dump());
+    state_write("last-drift-repair-" + std::string(backend_kind_name(opts.mode)) + "-" + fam(fs.family) +
+                    (opts.mode == BackendKind::IPTables ? ".restore" : ".nft"),
+                repair_text);
+    std::string err;
+    if (!read_held(fs, &err)) give_up("held state after the repair: " + err);
   }
 
   // The rule counts kube-proxy exports: written now (the program's -A lines per table) and
@@ -479,6 +574,8 @@ struct SyncLoop::State {
       if (fr.fallback) j["fallback"] = "full";
       if (fr.jumps_inserted) j["jumps_inserted"] = fr.jumps_inserted;
       if (!fr.error.empty()) j["error"] = fr.error.substr(0, 2000);
+      if (fr.drift_checked) j["drift_ms"] = std::round(fr.drift_ms * 100) / 100;
+      if (fr.drift_repaired) j["drift_repaired"] = json::parse(fr.drift);
       if (log) log(j.dump());
     }
     json st{{"syncs", counters.syncs},
@@ -488,6 +585,9 @@ struct SyncLoop::State {
             {"verify_runs", counters.verify_runs},
             {"verify_failures", counters.verify_failures},
             {"jumps_inserted", counters.jumps_inserted},
+            {"drift_checks", counters.drift_checks},
+            {"drift_repairs", counters.drift_repairs},
+            {"state_dir_errors", counters.state_dir_errors},
             {"last_sync_ok", r.ok}};
     state_write("status.json", st.dump(2) + "\n");
     return r;

@@ -17,6 +17,12 @@
 //             both programs kept in --state-dir); apply; held ⊕= partial (model).
 //     failure of the tool: IncrementalCompiler::restore_failed() (the changes stay pending),
 //             the family's next sync is full; the program is kept as last-failed.
+//   Drift check, per family, after a successful partial sync once syncPeriod has passed since
+//   the last check or full sync (the periodic sync, or a busy loop's next sync): nothing is
+//   pending then, so the kernel must hold the full program of the held objects. The kernel is
+//   read (iptables-save / nft list table) and the smallest repair computed (applier/core
+//   repair.h with the jump rules, nft_repair.h: kube-proxy's part only, foreign rules never
+//   looked at); a non-empty repair is applied, counted, logged, and the held state re-read.
 // Nothing is ever cleaned up here (KEP-2448): the loop only writes kube-proxy's programs.
 #pragma once
 
@@ -72,6 +78,12 @@ struct FamilyReport {
   /// iptables: rules written by this sync, and rules in kube-proxy's chains after it, by
   /// table ("nat", "filter") — kube-proxy's sync_proxy_rules_iptables_last/_total.
   std::map<std::string, size_t> rules_written, rules_total;
+  /// The periodic drift check (every syncPeriod, after the sync): the kernel differed from
+  /// the full program of the objects just applied (kube-proxy's part only) and the smallest
+  /// repair was applied; drift says what was put back.
+  bool drift_checked = false, drift_repaired = false;
+  std::string drift;
+  double drift_ms = 0;  ///< the check: read, full compile, repair computation (and apply)
 };
 
 struct SyncReport {
@@ -84,6 +96,7 @@ struct Counters {
   uint64_t syncs = 0, full_syncs = 0, partial_syncs = 0, failed_syncs = 0;
   uint64_t verify_runs = 0, verify_failures = 0;  ///< failures = fallbacks to the full program
   uint64_t jumps_inserted = 0, state_dir_errors = 0;
+  uint64_t drift_checks = 0, drift_repairs = 0;  ///< repairs = drift found and repaired
 };
 
 class SyncLoop {
