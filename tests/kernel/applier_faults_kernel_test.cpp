@@ -39,31 +39,12 @@ namespace {
 
 // The foreign rules of a node: a user's chain and rules in INPUT and nat PREROUTING.
 void add_foreign(const Netns& ns) {
-  for (auto argv : std::vector<std::vector<std::string>>{
-           {"iptables-legacy", "-N", "USER-CHAIN"},
-           {"iptables-legacy", "-A", "USER-CHAIN", "-s", "192.0.2.1/32", "-j", "ACCEPT"},
-           {"iptables-legacy", "-A", "INPUT", "-s", "198.51.100.9/32", "-j", "DROP"},
-           {"iptables-legacy", "-t", "nat", "-N", "USER-NAT"},
-           {"iptables-legacy", "-t", "nat", "-A", "PREROUTING", "-p", "tcp", "--dport", "9999", "-j", "USER-NAT"}}) {
-    auto r = ns.exec(argv);
-    ASSERT_EQ(r.exit_code, 0) << argv[0] << " " << argv[1] << ": " << r.err;
-  }
+  std::string error;
+  ASSERT_TRUE(add_foreign_rules(ns, /*nft_table=*/false, &error)) << error;
 }
 
 // iptables-save without comments and counters.
-std::string normalized_save(const Netns& ns, bool v6 = false) {
-  auto r = ns.exec({v6 ? "ip6tables-legacy-save" : "iptables-legacy-save"});
-  std::string out;
-  for (size_t pos = 0; pos < r.out.size();) {
-    size_t nl = r.out.find('\n', pos);
-    std::string l = r.out.substr(pos, nl - pos);
-    pos = nl + 1;
-    if (l.empty() || l[0] == '#') continue;
-    if (l[0] == ':') l = l.substr(0, l.rfind(' '));
-    out += l + "\n";
-  }
-  return out;
-}
+std::string normalized_save(const Netns& ns, bool v6 = false) { return legacy_save_without_counters(ns, v6); }
 
 struct Cluster {
   testgen::GeneratedCluster gen;

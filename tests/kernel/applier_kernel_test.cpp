@@ -33,36 +33,14 @@ using applier::ChainSet;
   if (!can_use_netns()) GTEST_SKIP() << "needs root and network namespaces"
 
 // The foreign rules of a node: a user's chain and rules in INPUT and nat PREROUTING, a foreign
-// nft table.
+// nft table (tests/support/netns.h).
 void add_foreign(const Netns& ns) {
-  for (auto argv : std::vector<std::vector<std::string>>{
-           {"iptables-legacy", "-N", "USER-CHAIN"},
-           {"iptables-legacy", "-A", "USER-CHAIN", "-s", "192.0.2.1/32", "-j", "ACCEPT"},
-           {"iptables-legacy", "-A", "INPUT", "-s", "198.51.100.9/32", "-j", "DROP"},
-           {"iptables-legacy", "-t", "nat", "-N", "USER-NAT"},
-           {"iptables-legacy", "-t", "nat", "-A", "PREROUTING", "-p", "tcp", "--dport", "9999", "-j", "USER-NAT"},
-           {"nft", "add", "table", "inet", "mine"},
-           {"nft", "add", "chain", "inet", "mine", "input", "{ type filter hook input priority 0 ; }"},
-           {"nft", "add", "rule", "inet", "mine", "input", "tcp", "dport", "2222", "drop"}}) {
-    auto r = ns.exec(argv);
-    ASSERT_EQ(r.exit_code, 0) << argv[0] << " " << argv[1] << ": " << r.err;
-  }
+  std::string error;
+  ASSERT_TRUE(add_foreign_rules(ns, /*nft_table=*/true, &error)) << error;
 }
 
 // iptables-save without comments and counters.
-std::string normalized_save(const Netns& ns, bool v6) {
-  auto r = ns.exec({v6 ? "ip6tables-legacy-save" : "iptables-legacy-save"});
-  std::string out;
-  for (size_t pos = 0; pos < r.out.size();) {
-    size_t nl = r.out.find('\n', pos);
-    std::string l = r.out.substr(pos, nl - pos);
-    pos = nl + 1;
-    if (l.empty() || l[0] == '#') continue;
-    if (l[0] == ':') l = l.substr(0, l.rfind(' '));
-    out += l + "\n";
-  }
-  return out;
-}
+std::string normalized_save(const Netns& ns, bool v6) { return legacy_save_without_counters(ns, v6); }
 
 struct Cluster {
   testgen::GeneratedCluster gen;

@@ -25,19 +25,7 @@ namespace kpc::test {
 namespace {
 
 // iptables-save without comments and counters.
-std::string normalized_save(const Netns& ns) {
-  auto r = ns.exec({"iptables-legacy-save"});
-  std::string out;
-  for (size_t pos = 0; pos < r.out.size();) {
-    size_t nl = r.out.find('\n', pos);
-    std::string l = r.out.substr(pos, nl - pos);
-    pos = nl + 1;
-    if (l.empty() || l[0] == '#') continue;
-    if (l[0] == ':') l = l.substr(0, l.rfind(' '));
-    out += l + "\n";
-  }
-  return out;
-}
+std::string normalized_save(const Netns& ns) { return legacy_save_without_counters(ns); }
 
 // `kpc compile` of the snapshot, restored in a fresh namespace with kube-proxy's jumps.
 std::string expected_iptables(const Snapshot& snap) {

@@ -29,6 +29,14 @@ class Netns {
   bool ok_ = false;
 };
 
+/// `iptables-legacy-save` (or ip6tables) of the namespace without comment lines and counters: what
+/// the applier tests compare with kpc's programs.
+std::string legacy_save_without_counters(const Netns& ns, bool ipv6 = false);
+/// A node's foreign rules the applier must never touch: a user's chain and rules in INPUT and nat
+/// PREROUTING (iptables legacy), and with nft_table also a foreign `inet mine` table. False, with
+/// the failing command in *error, when one does not load.
+bool add_foreign_rules(const Netns& ns, bool nft_table, std::string* error);
+
 /// True when this process can create network namespaces (root with CAP_SYS_ADMIN).
 bool can_use_netns();
 
