@@ -67,25 +67,6 @@ int bad(const std::string& msg) {
   return kExitError;
 }
 
-bool parse_u32(const std::string& s, uint32_t* v) {
-  if (s.empty()) return false;
-  try {
-    size_t used = 0;
-    unsigned long long x = std::stoull(s, &used, 0);
-    if (used != s.size() || x > 0xffffffffull) return false;
-    *v = static_cast<uint32_t>(x);
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
-std::string hex(uint32_t v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%x", v);
-  return b;
-}
-
 using verifier::symbolic::probability_json;  // the one shape of a probability in every document
 
 std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::TraceOptions& topt,

@@ -38,25 +38,6 @@ void print_nft_error(const verifier::nft::NftError& e) {
   print_tool_error(rendered, e.file, e.line, e.col_begin, e.message);
 }
 
-bool parse_u32(const std::string& s, uint32_t* v) {
-  if (s.empty()) return false;
-  try {
-    size_t used = 0;
-    unsigned long long x = std::stoull(s, &used, 0);
-    if (used != s.size() || x > 0xffffffffull) return false;
-    *v = static_cast<uint32_t>(x);
-    return true;
-  } catch (...) {
-    return false;
-  }
-}
-
-std::string hex(uint32_t v) {
-  char b[16];
-  std::snprintf(b, sizeof b, "0x%x", v);
-  return b;
-}
-
 // The one probability shape of every kpc document (schemas/output/common.schema.json), with
 // denominator_log2 null: numgen's 1/N shares are not dyadic.
 nlohmann::ordered_json probability_json(const nt::Fraction& p) {

@@ -1,8 +1,10 @@
-// `kpc trace --expect-dnat/--expect-verdict/--expect-masquerade`: the CI assertions on a traced
-// packet, the same for every back end (cmd_trace.cpp for iptables, cmd_trace_nft.cpp for nft):
-// each tracer reduces its outcomes to OutcomeFacts and this decides and reports.
+// What `kpc trace` does the same for every back end (cmd_trace.cpp for iptables, cmd_trace_nft.cpp
+// for nft): the CI assertions `--expect-dnat/--expect-verdict/--expect-masquerade` on a traced packet
+// (each tracer reduces its outcomes to OutcomeFacts and this decides and reports), and the packet
+// option values both read and print (marks).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,5 +32,10 @@ struct OutcomeFacts {
 /// meets none); otherwise prints each unmet one ("kpc trace: expectation not met: ...") and
 /// returns kExitDifferent.
 int check_expectations(const TraceExpectations& want, const std::vector<OutcomeFacts>& outcomes);
+
+/// A 32-bit value as strtoul reads it (decimal, 0x hex, 0 octal), the whole text; false otherwise.
+bool parse_u32(const std::string& s, uint32_t* v);
+/// A mark as the tracers print it ("0x4000").
+std::string hex(uint32_t v);
 
 }  // namespace kpc::cli
