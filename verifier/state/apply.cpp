@@ -24,8 +24,12 @@ constexpr const char* kVersion = "v1.8.9";
 constexpr uint32_t kGhost = 0x80000000u;
 // nft only: a rule appended in the current batch (iptables-nft 1.8.9 crashes on -R of one).
 constexpr uint32_t kNew = 0x40000000u;
+// nft only: a rule of a built-in chain that an unnamed -X dropped from iptables-nft's
+// cache. The kernel keeps it; rule positions, -D RULE and -X CHAIN no longer see it.
+constexpr uint32_t kHidden = 0x20000000u;
 bool ghost(uint32_t id) { return id & kGhost; }
-uint32_t rid(uint32_t id) { return id & ~(kGhost | kNew); }
+bool hidden(uint32_t id) { return id & kHidden; }
+uint32_t rid(uint32_t id) { return id & ~(kGhost | kNew | kHidden); }
 bool has_real_rules(const Chain& c) {
   for (uint32_t id : c.rules)
     if (!ghost(id)) return true;
@@ -252,7 +256,8 @@ class Applier {
   // so a policy set earlier in the batch reverts to the policy at the batch's start.
   void zero_builtin(Chain& c) {
     const Chain* orig = start_.chains.find(c.id);
-    c.policy = orig && orig->materialized ? orig->policy : "ACCEPT";
+    const bool refetched = !readded_.empty() && readded_.count(std::string(c.name));  // fresh in the cache
+    c.policy = orig && orig->materialized && !refetched ? orig->policy : "ACCEPT";
   }
   void flush_chain(Chain& c) {
     for (uint32_t id : c.rules) drop_refs(id);
@@ -318,6 +323,41 @@ class Applier {
   bool fetch_rules_ = false;  // nft: the block has -D/-R/-Z, so iptables-nft loads every rule into its cache first
   std::unordered_map<std::string, std::string> stale_;  // nft: old name -> new name
   std::unordered_set<std::string> hidden_;              // nft: new names the cache does not know
+  // nft: built-in chains an unnamed -X dropped from the cache (the kernel keeps them and
+  // their rules, marked kHidden). -A, -I, -P, -F CHAIN or ":CHAIN" bring one back, empty.
+  std::unordered_set<std::string> xdropped_;
+  bool any_hidden_ = false;  // some rule of this block's table is kHidden
+  // nft: iptables-nft remembers the last library function a command called (nft_fn) and
+  // words an ENOENT by it; -Z CHAIN does not set it, so its "no such chain" is worded by
+  // the command before (finding of the restore differential, docs/reliability.md).
+  enum class LastFn : uint8_t { Other, ChainSet, RuleDelete };
+  LastFn last_fn_ = LastFn::Other;  // per restore run, like the tool's static
+  const char* zero_enoent() const {
+    return last_fn_ == LastFn::ChainSet     ? "Bad built-in chain name"
+           : last_fn_ == LastFn::RuleDelete ? "Bad rule (does a matching rule exist in that chain?)"
+                                            : "No chain/target/match by that name";
+  }
+  /// The index in c.rules of the cache's n-th rule (1-based); c.rules.size() past the end.
+  size_t cache_index(const Chain& c, uint32_t n) const {
+    if (!any_hidden_) return n - 1 < c.rules.size() ? n - 1 : c.rules.size();
+    for (size_t i = 0; i < c.rules.size(); ++i)
+      if (!hidden(c.rules[i]) && --n == 0) return i;
+    return c.rules.size();
+  }
+  size_t cache_count(const Chain& c) const {
+    if (!any_hidden_) return c.rules.size();
+    return std::count_if(c.rules.begin(), c.rules.end(), [](uint32_t id) { return !hidden(id); });
+  }
+  void drop_from_cache_view(Chain& c) {
+    xdropped_.insert(std::string(c.name));
+    for (uint32_t& id : c.rules) id |= kHidden;
+    any_hidden_ = any_hidden_ || !c.rules.empty();
+  }
+  bool xdropped(const std::string& name) const { return !xdropped_.empty() && xdropped_.count(name); }
+  void back_in_cache(const std::string& name) {
+    if (!xdropped_.empty() && xdropped_.erase(name)) readded_.insert(name);
+  }
+  std::unordered_set<std::string> readded_;  // nft: dropped by -X, then created again in the cache
 };
 
 void Applier::begin(ir::TableId id) {
@@ -340,6 +380,9 @@ void Applier::begin(ir::TableId id) {
   created_.clear();
   stale_.clear();
   hidden_.clear();
+  xdropped_.clear();
+  readded_.clear();
+  any_hidden_ = false;
   if (!o_.noflush) {
     if (legacy()) {
       t_.chains.keep_if([](Chain& c) {
@@ -384,6 +427,9 @@ void Applier::commit(uint32_t commit_line, const Replay& replay) {
     created_.clear();
     stale_.clear();
     hidden_.clear();
+    xdropped_.clear();
+    readded_.clear();
+    any_hidden_ = false;
     validate_each_ = true;
     replay([&](const Op& op) { return exec(op) && !err_; });
     st_.next_seq = seq;
@@ -466,6 +512,21 @@ bool Applier::rule_op(const Op& op) {
     return true;
   }
   Chain& c = *cp;
+  if (xdropped(op.chain)) {
+    // A built-in chain an unnamed -X dropped from the cache: -R and -D RULE find no chain
+    // there; -A and -I create it again in the cache, empty (its kernel rules stay hidden).
+    if (op.kind == OpKind::Replace) {
+      line_failed(op.line, "No chain/target/match by that name", "built-in chain " + op.chain + " dropped from the cache by -X",
+                  ErrorClass::NoSuchChain);
+      return false;
+    }
+    if (op.kind == OpKind::Delete) {
+      line_failed(op.line, "Bad rule (does a matching rule exist in that chain?)",
+                  "built-in chain " + op.chain + " dropped from the cache by -X", ErrorClass::NoSuchRule);
+      return false;
+    }
+    back_in_cache(op.chain);
+  }
   if (op.kind != OpKind::Delete) c.materialized = true;
   last_interned_ = id;
   const uint32_t stored = legacy() ? id : id | kNew;
@@ -476,31 +537,34 @@ bool Applier::rule_op(const Op& op) {
       break;
     case OpKind::Insert: {
       uint32_t n = op.num ? op.num : 1;
-      if (n > c.rules.size() + 1) {
+      if (n > cache_count(c) + 1) {
         line_failed(op.line, "Index of insertion too big", "insert position " + std::to_string(n) + " beyond chain end", ErrorClass::IndexTooBig);
         return false;
       }
-      c.rules.insert(c.rules.begin() + (n - 1), stored);
+      // Position 1 is the chain's head in the kernel; any other goes after the cache's
+      // rule n-1 (nft inserts after that rule's handle).
+      c.rules.insert(c.rules.begin() + (n == 1 ? 0 : cache_index(c, n - 1) + 1), stored);
       add_refs(id);
       break;
     }
     case OpKind::Replace: {
-      if (op.num == 0 || op.num > c.rules.size()) {
+      if (op.num == 0 || op.num > cache_count(c)) {
         line_failed(op.line, "Index of replacement too big", "replace position " + std::to_string(op.num) + " beyond chain end", ErrorClass::IndexTooBig);
         return false;
       }
-      if (ghost_hit(op, c.rules[op.num - 1], "RULE_REPLACE")) return true;
+      const size_t at = cache_index(c, op.num);
+      if (ghost_hit(op, c.rules[at], "RULE_REPLACE")) return true;
       // iptables-nft 1.8.9 dies (SIGSEGV, exit 139, no message) when it encodes the batch if a
       // -R replaced a rule added in the same batch (no kernel handle yet): after every
       // command check passed, before the kernel sees anything.
-      if ((c.rules[op.num - 1] & kNew) && !crash_line_) crash_line_ = op.line;
-      drop_refs(c.rules[op.num - 1]);
-      c.rules[op.num - 1] = stored;
+      if ((c.rules[at] & kNew) && !crash_line_) crash_line_ = op.line;
+      drop_refs(c.rules[at]);
+      c.rules[at] = stored;
       add_refs(id);
       break;
     }
     case OpKind::Delete: {
-      auto it = std::find_if(c.rules.begin(), c.rules.end(), [&](uint32_t e) { return rid(e) == id; });
+      auto it = std::find_if(c.rules.begin(), c.rules.end(), [&](uint32_t e) { return rid(e) == id && !hidden(e); });
       if (it == c.rules.end()) {
         line_failed(op.line, "Bad rule (does a matching rule exist in that chain?)", "no such rule in " + op.chain, ErrorClass::NoSuchRule);
         return false;
@@ -525,6 +589,19 @@ bool Applier::rule_op(const Op& op) {
 }
 
 bool Applier::exec(const Op& op) {
+  if (!legacy()) {
+    switch (op.kind) {
+      case OpKind::DeclareChain:  // a user chain's declaration leaves it as it was
+        if (ir::is_builtin_chain(t_.id, op.chain)) last_fn_ = LastFn::ChainSet;
+        break;
+      case OpKind::Policy: last_fn_ = LastFn::ChainSet; break;
+      case OpKind::Delete: last_fn_ = LastFn::RuleDelete; break;
+      case OpKind::Zero:
+        if (op.num) last_fn_ = LastFn::RuleDelete;  // -Z CHAIN leaves it as it was
+        break;
+      default: last_fn_ = LastFn::Other; break;
+    }
+  }
   switch (op.kind) {
     case OpKind::DeclareChain: {
       bool builtin = ir::is_builtin_chain(t_.id, op.chain);
@@ -564,6 +641,7 @@ bool Applier::exec(const Op& op) {
       touched_ = true;
       if (builtin) {
         find(op.chain)->materialized = true;
+        back_in_cache(op.chain);
         if (op.arg != "-") {
           if (!valid_policy(op.arg)) {
             line_failed(op.line, "Bad policy name", "bad policy " + op.arg, ErrorClass::BadPolicy);
@@ -586,18 +664,19 @@ bool Applier::exec(const Op& op) {
     case OpKind::Replace:
     case OpKind::Delete: return rule_op(op);
     case OpKind::DeleteNum: {
-      if (!cache_has(op.chain)) {
+      if (!cache_has(op.chain) || xdropped(op.chain)) {
         line_failed(op.line, "No chain/target/match by that name", "no chain " + op.chain, ErrorClass::NoSuchChain);
         return false;
       }
       Chain& c = *chain(op.chain);
-      if (op.num == 0 || op.num > c.rules.size()) {
+      if (op.num == 0 || op.num > cache_count(c)) {
         line_failed(op.line, "Index of deletion too big", "delete position " + std::to_string(op.num) + " beyond chain end", ErrorClass::IndexTooBig);
         return false;
       }
-      bool g = ghost_hit(op, c.rules[op.num - 1], "RULE_DELETE");
-      drop_refs(c.rules[op.num - 1]);
-      c.rules.erase(c.rules.begin() + (op.num - 1));
+      const size_t at = cache_index(c, op.num);
+      bool g = ghost_hit(op, c.rules[at], "RULE_DELETE");
+      drop_refs(c.rules[at]);
+      c.rules.erase(c.rules.begin() + at);
       (void)g;
       return true;
     }
@@ -636,18 +715,25 @@ bool Applier::exec(const Op& op) {
           line_failed(op.line, "", "a user chain is referenced or not empty", ErrorClass::ChainBusy);
           return false;
         }
+        // iptables-nft 1.8.9 also drops the table's built-in chains from its cache (not from
+        // the kernel): until a command creates one again, -Z, -D and -R find no such chain,
+        // and its kernel rules are invisible to positions.
+        if (!legacy())
+          for (Chain& c : t_.chains)
+            if (c.builtin && c.materialized) drop_from_cache_view(c);
         return true;
       }
       if (!legacy() && ir::is_builtin_chain(t_.id, op.chain)) {
         // iptables-nft deletes a built-in chain that exists (its policy goes back to ACCEPT).
         Chain& b = *find(op.chain);
-        if (!b.materialized) {
+        if (!b.materialized || xdropped(op.chain)) {
           line_failed(op.line, "No chain/target/match by that name", "built-in chain " + op.chain + " not created yet",
                       ErrorClass::NoSuchChain);
           return false;
         }
-        bool cached_rules = fetch_rules_ ? !b.rules.empty()
-                                         : std::any_of(b.rules.begin(), b.rules.end(), [](uint32_t id) { return id & kNew; });
+        bool cached_rules = fetch_rules_ ? cache_count(b) > 0
+                                         : std::any_of(b.rules.begin(), b.rules.end(),
+                                                       [](uint32_t id) { return (id & kNew) && !hidden(id); });
         if (cached_rules) {
           // iptables-nft's cache knows it has rules (all rules were fetched, or this block added
           // some): refused before the kernel.
@@ -692,21 +778,38 @@ bool Applier::exec(const Op& op) {
           for (Chain& c : t_.chains) flush_chain(c);
         if (op.kind == OpKind::Zero && !legacy())
           for (Chain& c : t_.chains)
-            if (c.builtin && c.materialized) zero_builtin(c);
+            if (c.builtin && c.materialized && !xdropped(std::string(c.name))) zero_builtin(c);
         return true;
       }
+      // nft words a -Z CHAIN's ENOENT by the command before it; -Z CHAIN N's as a bad rule.
+      const bool nft_zero = !legacy() && op.kind == OpKind::Zero;
+      const char* no_chain = !nft_zero ? "No chain/target/match by that name"
+                             : op.num ? "Bad rule (does a matching rule exist in that chain?)"
+                                      : zero_enoent();
       if (!cache_has(op.chain)) {
-        line_failed(op.line, "No chain/target/match by that name", "no chain " + op.chain, ErrorClass::NoSuchChain);
+        line_failed(op.line, no_chain, "no chain " + op.chain, ErrorClass::NoSuchChain);
         return false;
       }
       Chain& c = *chain(op.chain);
-      if (op.kind == OpKind::Zero && !legacy() && c.builtin && !c.materialized) {
-        line_failed(op.line, "No chain/target/match by that name", "built-in chain " + op.chain + " not created yet", ErrorClass::NoSuchChain);
+      if (nft_zero && xdropped(op.chain)) {
+        // Dropped from the cache by an unnamed -X: no message at all for -Z CHAIN N.
+        line_failed(op.line, op.num ? "" : no_chain, "built-in chain " + op.chain + " dropped from the cache by -X",
+                    ErrorClass::NoSuchChain);
+        return false;
+      }
+      if (nft_zero && c.builtin && !c.materialized) {
+        line_failed(op.line, no_chain, "built-in chain " + op.chain + " not created yet", ErrorClass::NoSuchChain);
         return false;
       }
       if (op.kind == OpKind::Flush) {
         flush_chain(c);
         c.materialized = true;
+        back_in_cache(op.chain);
+      } else if (nft_zero && op.num) {
+        // iptables-nft checks no position; zeroing a rule added in this batch (no kernel
+        // handle yet) crashes it at COMMIT, as -R does.
+        size_t at = cache_index(c, op.num);
+        if (at < c.rules.size() && (c.rules[at] & kNew) && !crash_line_) crash_line_ = op.line;
       } else if (op.num > c.rules.size()) {
         line_failed(op.line, "Index of counter zeroing too big", "zero position beyond chain end", ErrorClass::IndexTooBig);
         return false;
@@ -728,6 +831,7 @@ bool Applier::exec(const Op& op) {
       }
       chain(op.chain)->policy = op.arg;
       chain(op.chain)->materialized = true;
+      back_in_cache(op.chain);
       touched_ = true;
       return true;
     }
