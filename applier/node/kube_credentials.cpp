@@ -66,6 +66,54 @@ std::string scalar(const YAML::Node& sec, const char* key) {
   return v && v.IsScalar() ? v.as<std::string>() : std::string();
 }
 
+// users[].user.exec -> an ExecCredentialSource on `c` (c.server and c.ca_pem already read).
+bool exec_plugin(const YAML::Node& x, const std::string& base_dir, KubeCredentials& c, const std::string& where,
+                 std::string* why) {
+  if (!x.IsMap()) return *why = "not a map", false;
+  ExecPluginConfig p;
+  p.where = where;
+  p.api_version = scalar(x, "apiVersion");
+  if (p.api_version != "client.authentication.k8s.io/v1" && p.api_version != "client.authentication.k8s.io/v1beta1")
+    return *why = "apiVersion \"" + p.api_version.substr(0, 80) +
+                  "\" is not client.authentication.k8s.io/v1 or /v1beta1 (v1alpha1 was removed in Kubernetes 1.24)",
+           false;
+  p.command = scalar(x, "command");
+  if (p.command.empty()) return *why = "no command", false;
+  // client-go: a command with a path separator is relative to the kubeconfig; a bare name is looked up on PATH.
+  if (p.command.find('/') != std::string::npos) p.command = resolve(base_dir, p.command);
+  if (auto a = x["args"]; a) {
+    if (!a.IsSequence()) return *why = "args is not a list", false;
+    for (const auto& e : a) {
+      if (!e.IsScalar()) return *why = "args has an entry that is not a string", false;
+      p.args.push_back(e.as<std::string>());
+    }
+  }
+  if (auto env = x["env"]; env) {
+    if (!env.IsSequence()) return *why = "env is not a list", false;
+    for (const auto& e : env) {
+      std::string n = e.IsMap() ? scalar(e, "name") : "";
+      if (n.empty() || n.find('=') != std::string::npos || !e["value"] || !e["value"].IsScalar())
+        return *why = "env entries need a name (without '=') and a value", false;
+      p.env.emplace_back(n, e["value"].as<std::string>());
+    }
+  }
+  p.install_hint = scalar(x, "installHint");
+  p.provide_cluster_info = scalar(x, "provideClusterInfo") == "true";
+  p.interactive_mode = scalar(x, "interactiveMode");
+  if (p.api_version.ends_with("/v1") && p.interactive_mode.empty())
+    return *why = "interactiveMode is required by client.authentication.k8s.io/v1", false;
+  if (!p.interactive_mode.empty() && p.interactive_mode != "Never" && p.interactive_mode != "IfAvailable" &&
+      p.interactive_mode != "Always")
+    return *why = "interactiveMode must be Never, IfAvailable or Always", false;
+  if (p.interactive_mode == "Always")
+    return *why = "interactiveMode Always needs a terminal; kpc-applier runs without one (use Never or IfAvailable)", false;
+  p.server = c.server;
+  p.ca_pem = c.ca_pem;
+  p.insecure_skip_tls_verify = c.insecure_skip_tls_verify;
+  c.exec = std::make_shared<ExecCredentialSource>(std::move(p));
+  return true;
+}
+
 }  // namespace
 
 std::optional<std::string> decode_base64(std::string_view text) {
@@ -96,7 +144,26 @@ std::optional<std::string> decode_base64(std::string_view text) {
   return out;
 }
 
+bool KubeCredentials::current_auth(Auth* out, std::string* error) const {
+  if (exec) {
+    ExecCredential c;
+    if (!exec->current(&c, error)) return false;
+    // The plugin's certificate if it gave one, else the kubeconfig's own (client-go merges them so).
+    if (c.client_cert_pem.empty()) *out = Auth{c.token, client_cert_pem, client_key_pem};
+    else *out = Auth{c.token, c.client_cert_pem, c.client_key_pem};
+    return true;
+  }
+  out->client_cert_pem = client_cert_pem;
+  out->client_key_pem = client_key_pem;
+  return current_token(&out->token, error);
+}
+
 bool KubeCredentials::current_token(std::string* t, std::string* error) const {
+  if (exec) {
+    ExecCredential c;
+    if (!exec->current(&c, error)) return false;
+    return *t = c.token, true;
+  }
   if (token_file.empty()) return *t = token, true;
   std::string text;
   if (!read_small_file(token_file, &text, error)) return false;
@@ -139,8 +206,15 @@ bool load_kubeconfig(const std::string& path, const std::string& context, KubeCr
     YAML::Node user = named(root, "users", "user", user_name);
     if (!user) return fail("context " + ctx_name + ": no user \"" + user_name + "\"");
     if (user.IsMap()) {
-      if (user["exec"] || user["auth-provider"])
-        return fail("user " + user_name + ": exec and auth-provider plugins are not supported (use a token, tokenFile or client certificate)");
+      if (user["auth-provider"])
+        return fail("user " + user_name +
+                    ": auth-provider plugins are not supported (client-go removed them in 1.26; use an exec plugin, "
+                    "a token, tokenFile or client certificate)");
+      if (auto x = user["exec"]; x) {
+        std::string why;
+        if (!exec_plugin(x, base_dir, c, "kubeconfig " + path + ": user " + user_name, &why))
+          return fail("user " + user_name + ": exec: " + why);
+      }
       if (user["username"] || user["password"]) return fail("user " + user_name + ": basic auth is not supported");
       if (!pem_field(user, "client-certificate", base_dir, &c.client_cert_pem, &e, "user " + user_name) ||
           !pem_field(user, "client-key", base_dir, &c.client_key_pem, &e, "user " + user_name))

@@ -7,8 +7,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "applier/node/kube_exec_credential.h"
 
 namespace kpc::applier {
 
@@ -20,15 +23,24 @@ struct KubeCredentials {
   std::string token;         ///< a fixed bearer token
   std::string token_file;    ///< re-read before each request (wins over `token`)
   std::string origin;        ///< "kubeconfig FILE (context C)" / "in-cluster service account": for messages
+  /// users[].user.exec: a credential plugin (wins over the fields above); shared by the copies.
+  std::shared_ptr<ExecCredentialSource> exec;
 
   /// The bearer token to send now ("" = none); false with *error when the token file cannot be read.
   bool current_token(std::string* token, std::string* error) const;
+
+  struct Auth {
+    std::string token, client_cert_pem, client_key_pem;
+  };
+  /// Everything to authenticate one request with (the exec plugin runs here when needed).
+  bool current_auth(Auth* out, std::string* error) const;
 };
 
 /// Reads a kubeconfig: `context` "" = its current-context. Relative file paths are relative
 /// to the kubeconfig's directory (as client-go resolves them). False with *error (one line,
 /// naming the file and the field) on anything kpc cannot use: no such context, no server,
-/// exec/auth-provider plugins, basic auth, tls-server-name, proxy-url.
+/// auth-provider plugins (removed from client-go), an interactive-only exec plugin, basic auth,
+/// tls-server-name, proxy-url.
 bool load_kubeconfig(const std::string& path, const std::string& context, KubeCredentials* out, std::string* error);
 
 /// The in-cluster service account. `getenv` is injectable for tests (nullptr: ::getenv);

@@ -103,11 +103,26 @@ HttpResult KubeHttpClient::stream(const std::string& path, const std::function<b
 
 HttpResult KubeHttpClient::perform(const std::string& path, long timeout_s, long idle_timeout_s,
                                    const std::function<bool(std::string_view)>* on_data) {
+  HttpResult r = perform_once(path, timeout_s, idle_timeout_s, on_data);
+  // An exec plugin's credential the server refuses (revoked, or expired early): run the
+  // plugin again and retry once, as client-go does. A 401 delivers no data to on_data.
+  if (r.status == 401 && creds_.exec && !r.sent_token.empty()) {
+    creds_.exec->invalidate(r.sent_token);
+    r = perform_once(path, timeout_s, idle_timeout_s, on_data);
+  }
+  return r;
+}
+
+HttpResult KubeHttpClient::perform_once(const std::string& path, long timeout_s, long idle_timeout_s,
+                                        const std::function<bool(std::string_view)>* on_data) {
   HttpResult r;
   auto* c = static_cast<CURL*>(curl_);
   if (!c) return r.transport_error = "curl_easy_init failed", r;
-  std::string token, err;
-  if (!creds_.current_token(&token, &err)) return r.transport_error = "token: " + err, r;
+  KubeCredentials::Auth auth_now;
+  std::string err;
+  if (!creds_.current_auth(&auth_now, &err)) return r.transport_error = "credentials: " + err, r;
+  const std::string& token = auth_now.token;
+  r.sent_token = token;
 
   curl_easy_reset(c);
   Transfer t{c, on_data, stop_, &r};
@@ -134,10 +149,10 @@ HttpResult KubeHttpClient::perform(const std::string& path, long timeout_s, long
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
   }
-  if (!creds_.client_cert_pem.empty()) {
-    set_blob(c, CURLOPT_SSLCERT_BLOB, creds_.client_cert_pem);
+  if (!auth_now.client_cert_pem.empty()) {
+    set_blob(c, CURLOPT_SSLCERT_BLOB, auth_now.client_cert_pem);
     curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-    set_blob(c, CURLOPT_SSLKEY_BLOB, creds_.client_key_pem);
+    set_blob(c, CURLOPT_SSLKEY_BLOB, auth_now.client_key_pem);
     curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
   }
   curl_slist* headers = curl_slist_append(nullptr, "Accept: application/json");

@@ -18,6 +18,7 @@ struct HttpResult {
   std::string body;         ///< the body (streams: only when status != 200, the Status object)
   std::string transport_error;  ///< connection refused, TLS failure, reset, timeout ... ("" = none)
   bool aborted = false;     ///< stopped by the stop flag or by on_data returning false
+  std::string sent_token;   ///< the bearer token the request carried (a 401 invalidates exactly it)
   /// One line for logs: "HTTP 401: Unauthorized" / "connection: ...".
   std::string describe() const;
 };
@@ -40,6 +41,8 @@ class KubeHttpClient {
  private:
   HttpResult perform(const std::string& path, long timeout_s, long idle_timeout_s,
                      const std::function<bool(std::string_view)>* on_data);
+  HttpResult perform_once(const std::string& path, long timeout_s, long idle_timeout_s,
+                          const std::function<bool(std::string_view)>* on_data);
   KubeCredentials creds_;
   const std::atomic<bool>* stop_;
   void* curl_ = nullptr;

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <tuple>
 
 extern char** environ;
@@ -17,8 +19,32 @@ extern char** environ;
 namespace kpc::applier {
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::string& stdin_text) {
-  ProcessResult r;
+  return run_process(argv, stdin_text, ProcessOptions{});
+}
+
+namespace {
+
+// environ with `extra` ("NAME=value") added; an entry of the same NAME is replaced.
+std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
+  std::vector<std::string> env;
+  auto name_of = [](std::string_view e) { return e.substr(0, e.find('=')); };
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view cur(*e);
+    bool replaced = false;
+    for (const auto& x : extra) replaced = replaced || name_of(x) == name_of(cur);
+    if (!replaced) env.emplace_back(cur);
+  }
+  env.insert(env.end(), extra.begin(), extra.end());
+  return env;
+}
+
+}  // namespace
+
+TimedProcessResult run_process(const std::vector<std::string>& argv, const std::string& stdin_text,
+                               const ProcessOptions& options) {
+  TimedProcessResult r;
   if (argv.empty()) return r;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.timeout_ms);
   // A tool that quits before reading all its input must not kill the applier (EPIPE instead).
   static const bool sigpipe_ignored = (::signal(SIGPIPE, SIG_IGN), true);
   (void)sigpipe_ignored;
@@ -40,8 +66,15 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<std::string> env_text;
+  std::vector<char*> envp;
+  if (!options.extra_env.empty()) {
+    env_text = merged_environment(options.extra_env);
+    for (auto& e : env_text) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
   pid_t pid = 0;
-  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), envp.empty() ? environ : envp.data());
   posix_spawn_file_actions_destroy(&fa);
   close(in[0]), close(out[1]), close(err[1]);
   if (rc != 0) {
@@ -63,10 +96,22 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::strin
     if (in_fd >= 0) idx_in = n, p[n++] = {in_fd, POLLOUT, 0};
     if (out_fd >= 0) idx_out = n, p[n++] = {out_fd, POLLIN, 0};
     if (err_fd >= 0) idx_err = n, p[n++] = {err_fd, POLLIN, 0};
-    if (poll(p, n, -1) < 0) {
+    int wait_ms = -1;
+    if (options.timeout_ms > 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 && !r.timed_out) {
+        // Too slow: kill it; its pipes close and the loop drains what it wrote.
+        ::kill(pid, SIGKILL);
+        r.timed_out = true;
+      }
+      wait_ms = r.timed_out ? -1 : static_cast<int>(left.count());
+    }
+    int ready = poll(p, n, wait_ms);
+    if (ready < 0) {
       if (errno == EINTR) continue;
       break;
     }
+    if (ready == 0) continue;  // the deadline: checked at the top
     if (idx_in >= 0 && p[idx_in].revents) {
       ssize_t w = write(in_fd, stdin_text.data() + written, stdin_text.size() - written);
       if (w > 0) written += static_cast<size_t>(w);
