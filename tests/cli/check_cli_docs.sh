@@ -46,6 +46,11 @@ lacks "$out" "--expect" "kpc compile --<TAB>"
 out=$(complete_words "$kb" kpc golden x --)
 has "$out" --expect "kpc golden --<TAB>"
 has "$out" --update "kpc golden --<TAB>"
+out=$(complete_words "$kb" kpc ipvs "")
+has "$out" drain-plan "kpc ipvs <TAB>"
+out=$(complete_words "$kb" kpc ipvs drain-plan cluster/ --)
+for o in --prior-state --format; do has "$out" "$o" "kpc ipvs drain-plan --<TAB>"; done
+lacks "$out" "--expect" "kpc ipvs drain-plan --<TAB>"
 out=$(complete_words "$kb" kpc compile --backend "")
 for v in iptables ip6tables nftables fastpath; do has "$out" "$v" "kpc compile --backend <TAB>"; done
 out=$(complete_words "$kb" kpc diff a b --format "")

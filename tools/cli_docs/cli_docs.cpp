@@ -209,8 +209,29 @@ std::string bash_completion(const CLI::App& app, const std::string& name) {
     s += "  case \"$cmd\" in\n";
     for (const auto* c : cmds) {
       s += "    " + c->get_name() + ")\n";
-      s += bash_options_case(*c, "      ");
-      s += "      opts=\"" + option_words(*c) + "\" ;;\n";
+      auto subs = visible_commands(*c);
+      if (subs.empty()) {
+        s += bash_options_case(*c, "      ");
+        s += "      opts=\"" + option_words(*c) + "\" ;;\n";
+        continue;
+      }
+      // A command group (`kpc ipvs drain-plan`): its command is the next word that is not an option.
+      std::vector<std::string> sub_names;
+      for (const auto* sc : subs) sub_names.push_back(sc->get_name());
+      s += "      local sub=\"\" j\n";
+      s += "      for ((j = i + 1; j < COMP_CWORD; j++)); do\n";
+      s += "        case \"${COMP_WORDS[j]}\" in -*) ;; *) sub=\"${COMP_WORDS[j]}\"; break ;; esac\n";
+      s += "      done\n";
+      s += "      if [[ -z $sub ]]; then\n";
+      s += "        COMPREPLY=($(compgen -W \"" + join(sub_names, " ") + " " + option_words(*c) + "\" -- \"$cur\"))\n";
+      s += "        return\n      fi\n";
+      s += "      case \"$sub\" in\n";
+      for (const auto* sc : subs) {
+        s += "        " + sc->get_name() + ")\n";
+        s += bash_options_case(*sc, "          ");
+        s += "          opts=\"" + option_words(*sc) + "\" ;;\n";
+      }
+      s += "        *) return ;;\n      esac ;;\n";
     }
     s += "    *) return ;;\n  esac\n";
     s += "  if [[ $cur == -* ]]; then\n";
@@ -238,7 +259,23 @@ std::string zsh_completion(const CLI::App& app, const std::string& name) {
     for (const auto* c : cmds) s += "        '" + c->get_name() + ":" + zsh_desc(c->get_description()) + "'\n";
     s += "      )\n      _describe -t commands 'command' commands ;;\n";
     s += "    args)\n      case $line[1] in\n";
-    for (const auto* c : cmds) s += "        " + c->get_name() + ")\n          _arguments -s \\\n" + zsh_specs(*c, "            ") + "            ;;\n";
+    for (const auto* c : cmds) {
+      auto subs = visible_commands(*c);
+      if (subs.empty()) {
+        s += "        " + c->get_name() + ")\n          _arguments -s \\\n" + zsh_specs(*c, "            ") + "            ;;\n";
+        continue;
+      }
+      // A command group: its commands at the first position after it, then their options.
+      s += "        " + c->get_name() + ")\n";
+      s += "          if (( CURRENT == 2 )); then\n            local -a subcommands\n            subcommands=(\n";
+      for (const auto* sc : subs) s += "              '" + sc->get_name() + ":" + zsh_desc(sc->get_description()) + "'\n";
+      s += "            )\n            _describe -t commands '" + c->get_name() + " command' subcommands\n";
+      s += "          else\n            shift words\n            (( CURRENT-- ))\n            case $words[1] in\n";
+      for (const auto* sc : subs)
+        s += "              " + sc->get_name() + ")\n                _arguments -s \\\n" + zsh_specs(*sc, "                  ") +
+             "                  ;;\n";
+      s += "            esac\n          fi ;;\n";
+    }
     s += "      esac ;;\n  esac\n}\n";
   }
   s += "\n" + fn + " \"$@\"\n";
