@@ -488,5 +488,23 @@ TEST(NftModel, NameLookupsFollowDeletionsAndAdditionsInLargeTables) {
   EXPECT_EQ(copy.tables[0].find_chain("c1"), nullptr);
 }
 
+// The restore differential's pair 1514 (seed 4242): a failing batch that adds to a table and
+// then deletes it. The kernel's handle generator of the table keeps what the batch consumed
+// (an anonymous vmap's set and its rule): the next rule is handle 7, as `nft -a list` shows.
+TEST(NftModel, AFailedBatchThatDeletesATableStillConsumesItsHandles) {
+  NftState s;
+  ASSERT_TRUE(apply_script(s, "add table ip t\nadd chain ip t a\nadd chain ip t b\nadd chain ip t c\nadd rule ip t a jump b\n",
+                           "state.nft").ok);
+  ApplyResult r = apply_script(s,
+                               "delete chain ip t b\n"
+                               "add rule ip t c numgen random mod 2 vmap { 0 : goto b , 1 : goto b }\n"
+                               "delete table ip t\n",
+                               "tx.nft");
+  ASSERT_FALSE(r.ok);  // the chain is busy
+  ASSERT_TRUE(apply_script(s, "add rule ip t c drop\n", "next.nft").ok);
+  ASSERT_EQ(s.tables.size(), 1u);
+  EXPECT_EQ(s.tables[0].find_chain("c")->rules.back().handle, 7u);
+}
+
 }  // namespace
 }  // namespace kpc::verifier::nft

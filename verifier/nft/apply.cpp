@@ -1843,6 +1843,17 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
         for (const auto& st : t.sets)
           if (!st.removed && st.size_implied) sizes.emplace_back(t.handle, st.handle, st.name, st.size);
       }
+      // A table the batch deleted (or `flush ruleset` cleared) after adding to it: the kernel's
+      // generator of that table still counts what the batch consumed before (the differential's
+      // pair 1514 of seed 4242: an anonymous vmap's set and its rule, then `delete table`).
+      for (const auto& u : a.log_) {
+        if (u.kind == Applier::Undo::TableRemoved) {
+          const Table& t = *std::get<std::unique_ptr<Table>>(u.v);
+          next.emplace_back(t.handle, t.family, t.name, t.next_handle);
+        } else if (u.kind == Applier::Undo::TablesCleared) {
+          for (const auto& t : std::get<std::vector<Table>>(u.v)) next.emplace_back(t.handle, t.family, t.name, t.next_handle);
+        }
+      }
       a.rollback();
       state.next_table_handle = table_handle;
       for (auto& t : state.tables) {
