@@ -29,21 +29,6 @@ namespace {
 
 using verifier::Flavor;
 
-std::string normalise_save(const std::string& s) {
-  std::string out;
-  std::istringstream in(s);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line[0] == '#') continue;
-    if (!line.empty() && line[0] == ':') {
-      size_t b = line.rfind(" [");
-      if (b != std::string::npos) line = line.substr(0, b) + " [0:0]";
-    }
-    out += line + "\n";
-  }
-  return out;
-}
-
 /// The line the real tool names in its error output (0 if none found).
 uint32_t failing_line(const std::string& err) {
   static const std::regex re(R"((?:Error occurred at line: |line |COMMIT expected at line )(\d+))");
@@ -90,7 +75,7 @@ Outcome run_real(const Side& s, const std::string& program, bool noflush) {
   o.err = r.err;
   o.crashed = r.exit_code < 0 || r.exit_code >= 128;
   if (!o.ok) o.line = failing_line(r.err);
-  o.save = normalise_save(s.ns->exec({s.tools().save}).out);
+  o.save = save_with_zero_counters(s.ns->exec({s.tools().save}).out);
   return o;
 }
 

@@ -42,6 +42,23 @@ std::string legacy_save_without_counters(const Netns& ns, bool ipv6) {
   return out;
 }
 
+std::string save_with_zero_counters(const std::string& save_text) {
+  std::string out;
+  for (size_t pos = 0; pos < save_text.size();) {
+    size_t nl = save_text.find('\n', pos);
+    if (nl == std::string::npos) nl = save_text.size();
+    std::string l = save_text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (!l.empty() && l[0] == '#') continue;
+    if (!l.empty() && l[0] == ':') {
+      size_t b = l.rfind(" [");
+      if (b != std::string::npos) l = l.substr(0, b) + " [0:0]";
+    }
+    out += l + "\n";
+  }
+  return out;
+}
+
 bool add_foreign_rules(const Netns& ns, bool nft_table, std::string* error) {
   std::vector<std::vector<std::string>> cmds = {
       {"iptables-legacy", "-N", "USER-CHAIN"},

@@ -32,6 +32,10 @@ class Netns {
 /// `iptables-legacy-save` (or ip6tables) of the namespace without comment lines and counters: what
 /// the applier tests compare with kpc's programs.
 std::string legacy_save_without_counters(const Netns& ns, bool ipv6 = false);
+
+/// An iptables-save text (either flavour) without comment lines and with every chain's
+/// counters shown as [0:0]: the form kpc's print_save() compares with.
+std::string save_with_zero_counters(const std::string& save_text);
 /// A node's foreign rules the applier must never touch: a user's chain and rules in INPUT and nat
 /// PREROUTING (iptables legacy), and with nft_table also a foreign `inet mine` table. False, with
 /// the failing command in *error, when one does not load.
