@@ -1,0 +1,29 @@
+// Behavioural comparison of two nft states (issue 16 §4): the iptables comparison's steps 2-3
+// (symbolic::compare_sides: regions, witnesses, the concrete self-check) over two nft sides
+// (the Explorer and the concrete nft tracer with the kernel's numgen shares, so that both
+// speak dyadic probabilities).
+//
+// Step 1 (which destination atoms can differ) is coarser than the iptables one: equal
+// listings (`nft list ruleset`, handles aside) are equivalent without exploring; otherwise
+// every atom of the family is explored.
+#pragma once
+
+#include <vector>
+
+#include "verifier/nft/nft.h"
+#include "verifier/symbolic/compare.h"
+
+namespace kpc::verifier::nft_sym {
+
+/// The address families an nft state has rules for (ip / ip6 tables; inet counts for both).
+std::vector<IPFamily> families(const nft::NftState& a, const nft::NftState& b);
+
+/// One family's comparison.
+symbolic::CompareResult compare_nft_states(const nft::NftState& before, const nft::NftState& after, IPFamily family,
+                                           const symbolic::CompareOptions& options);
+
+/// Both families' comparisons merged (counts summed, differences of IPv4 first).
+symbolic::CompareResult compare_nft(const nft::NftState& before, const nft::NftState& after,
+                                    const symbolic::CompareOptions& options);
+
+}  // namespace kpc::verifier::nft_sym

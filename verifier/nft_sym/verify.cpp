@@ -1,0 +1,1 @@
+#include "verifier/nft_sym/compare.h"
