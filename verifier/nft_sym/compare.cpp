@@ -144,9 +144,13 @@ CompareResult compare_nft_states(const nft::NftState& before, const nft::NftStat
     return res;
   }
   symbolic::AffectedAtoms aff;
-  aff.all = true;
-  aff.atom.assign(u.atom_count(), 1);
-  aff.why_all = opt.explore_all ? "every atom requested" : "the nft front end explores every atom of a differing rule set";
+  if (opt.explore_all) {
+    aff.all = true;
+    aff.atom.assign(u.atom_count(), 1);
+    aff.why_all = "every atom requested";
+  } else {
+    aff = affected_atoms_nft(before, after, u);
+  }
   NftSide a(before, u, opt), b(after, u, opt);
   return symbolic::compare_sides(u, a, b, std::move(aff), opt);
 }

@@ -3,9 +3,8 @@
 // (the Explorer and the concrete nft tracer with the kernel's numgen shares, so that both
 // speak dyadic probabilities).
 //
-// Step 1 (which destination atoms can differ) is coarser than the iptables one: equal
-// listings (`nft list ruleset`, handles aside) are equivalent without exploring; otherwise
-// every atom of the family is explored.
+// Step 1: equal listings (`nft list ruleset`, handles aside) are equivalent without exploring;
+// otherwise only the atoms affected_atoms_nft names are explored.
 #pragma once
 
 #include <vector>
@@ -14,6 +13,10 @@
 #include "verifier/symbolic/compare.h"
 
 namespace kpc::verifier::nft_sym {
+
+/// Step 1: the destination atoms that can behave differently (affected.cpp): those of the
+/// differing map elements and of the elements through which differing chains are reached.
+symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const symbolic::Universe& u);
 
 /// The address families an nft state has rules for (ip / ip6 tables; inet counts for both).
 std::vector<IPFamily> families(const nft::NftState& a, const nft::NftState& b);
