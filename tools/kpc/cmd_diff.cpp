@@ -39,9 +39,10 @@ struct DiffOptions {
 // Two nftables programs (transactions or listings): --backend nftables, or both files'
 // content. A side that is a snapshot is iptables' (cross-back-end diffs are not here yet).
 bool nft_side(const std::string& path, uint64_t limit) {
-  if (path == "-") return false;
+  // Only a regular file is peeked at: a pipe (`-`, /dev/stdin, <(...)) is read once, by the
+  // path that takes it (an nft pipe needs --backend nftables).
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return false;
+  if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return false;
   InputText in;
   InputError err;
   return in.load(path, limit, &err) && looks_like_nft(in.view());

@@ -2,6 +2,7 @@
 // does applying the partial program to the prior state give the full program's state?
 // Exit 0 identical (or equivalent with --allow-equivalent), 1 otherwise, 2 error.
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "compiler/driver/compile.h"
@@ -37,7 +38,8 @@ bool is_nft(const VerifyOptions& o) {
   if (o.backend_given) return o.backend == "nftables";
   if (o.next.empty()) {
     for (const std::string* f : {&o.partial, &o.full, &o.state}) {
-      if (f->empty() || *f == "-") continue;
+      std::error_code ec;  // only a regular file is peeked at (a pipe is read once, later)
+      if (f->empty() || *f == "-" || !std::filesystem::is_regular_file(*f, ec)) continue;
       InputText in;
       InputError err;
       if (in.load(*f, o.max_input_size, &err)) return looks_like_nft(in.view());
