@@ -2,12 +2,15 @@
 // does applying the partial program to the prior state give the full program's state?
 // Exit 0 identical (or equivalent with --allow-equivalent), 1 otherwise, 2 error.
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/text_layout.h"
+#include "tools/kpc/trace_nft.h"
+#include "tools/kpc/verify_nft.h"
 #include "verifier/equiv/verify.h"
 
 namespace kpc::cli {
@@ -26,7 +29,55 @@ struct VerifyOptions {
   std::string ipsets;
   std::string node;  ///< --node (both snapshots)
   bool verbose = false;
+  bool flavor_given = false;
 };
+
+// nftables input? --backend nftables; else the programs' content (an nft command or table
+// block) or the new snapshot's KubeProxyConfiguration.mode.
+bool is_nft(const VerifyOptions& o) {
+  if (o.backend_given) return o.backend == "nftables";
+  if (o.next.empty()) {
+    for (const std::string* f : {&o.partial, &o.full, &o.state}) {
+      std::error_code ec;  // only a regular file is peeked at (a pipe is read once, later)
+      if (f->empty() || *f == "-" || !std::filesystem::is_regular_file(*f, ec)) continue;
+      InputText in;
+      InputError err;
+      if (in.load(*f, o.max_input_size, &err)) return looks_like_nft(in.view());
+    }
+    return false;
+  }
+  SourceManager sm;
+  DiagSink quiet;
+  Snapshot snap;
+  LoadOptions lo;
+  lo.max_input_size = o.max_input_size;
+  lo.node_name = o.node;
+  return load_snapshot(o.next, lo, sm, &snap, quiet) && snap.config.mode == ProxyMode::NFTables;
+}
+
+int run_nft(const VerifyOptions& o) {
+  if (!o.ipsets.empty()) {
+    print_error("kpc verify: --ipsets is for iptables rules (nftables input has its sets)");
+    return kExitError;
+  }
+  if (o.flavor_given) {
+    print_error("kpc verify: --flavor is for iptables rules (not nftables input)");
+    return kExitError;
+  }
+  NftVerifyRequest r;
+  r.state = o.state;
+  r.partial = o.partial;
+  r.full = o.full;
+  r.next = o.next;
+  r.prior = o.prior;
+  r.format = o.format;
+  r.verbose = o.verbose;
+  r.allow_equivalent = o.allow_equivalent;
+  r.local_addresses = o.local_addresses;
+  r.max_input_size = o.max_input_size;
+  r.node = o.node;
+  return run_verify_nft(r);
+}
 
 // The three programs from snapshots: prior state = full(OLD) on an empty node.
 bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, std::string* partial, std::string* full,
@@ -59,6 +110,7 @@ bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, 
 }
 
 int run(const VerifyOptions& o) {
+  if (is_nft(o)) return run_nft(o);
   auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
   Backend backend = *backend_from_name(o.backend);
   IPFamily family = backend_family(backend);
@@ -128,7 +180,10 @@ void add_verify(CLI::App& app, int& exit_code) {
       ->excludes(prior);
   cmd->add_option("--partial", opts->partial, "the partial restore program")->excludes(prior);
   cmd->add_option("--full", opts->full, "the full restore program")->excludes(prior);
-  add_backend_option(cmd, opts->backend);
+  cmd->add_option("--backend", opts->backend,
+                  "iptables, ip6tables or nftables (default: told from the files' content or the snapshot's mode)")
+      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables"}))
+      ->capture_default_str();
   add_flavor_option(cmd, opts->flavor, "legacy or nft restore semantics");
   cmd->add_option("--format", opts->format, "text, json or markdown (a PR-comment-sized report)")
       ->check(CLI::IsMember({"text", "json", "markdown"}))
@@ -148,11 +203,13 @@ void add_verify(CLI::App& app, int& exit_code) {
       "Examples:\n"
       "  kpc verify new/ --prior old/                                   kpc compiles prior, partial and full\n"
       "  kpc verify --state node.save --partial p.restore --full f.restore\n"
+      "  kpc verify --state ruleset.nft --partial p.nft --full f.nft   nftables: transactions, `nft list ruleset`\n"
       "Exit codes: 0 identical (or equivalent with --allow-equivalent), 1 equivalent / not equivalent / cannot\n"
       "prove / the partial fails to apply, 2 error, 3 internal error (a self-check failed).");
   cmd->callback([cmd, opts, &exit_code] {
     if (opts->verbose && opts->format != "text") throw_verbose_needs_text();
     opts->backend_given = cmd->count("--backend") > 0;
+    opts->flavor_given = cmd->count("--flavor") > 0;
     exit_code = run(*opts);
   });
 }

@@ -405,6 +405,46 @@ std::string format_outcome(const OutcomeShare& s) {
   return out;
 }
 
+namespace {
+
+// The iptables front end of a comparison: the symbolic engine and the concrete tracer of
+// one RulesetState.
+class IptablesSide : public CompareSide {
+ public:
+  IptablesSide(const RulesetState& s, Universe& u, const CompareOptions& opt)
+      : state_(s), u_(u), engine_(s, u), tracer_(s, tracer_options(opt)), keys_(affinity_list_keys(s)) {}
+  std::vector<Leaf> explore(const PacketClass& start, Origin origin) override { return engine_.explore(start, origin); }
+  trace::Packet concrete(const Witness& w, Origin origin) const override {
+    return symbolic::concrete(w, origin, u_, engine_);
+  }
+  std::vector<OutcomeShare> trace(const trace::Packet& p, std::vector<std::string>* services,
+                                  std::vector<std::string>* path) override {
+    auto r = tracer_.trace(p);
+    for (const auto& o : r.outcomes)
+      for (const auto& sv : o.services)
+        if (std::find(services->begin(), services->end(), sv) == services->end()) services->push_back(sv);
+    *path = best_path(r);
+    return concrete_shares(r, keys_);
+  }
+
+ private:
+  static trace::TraceOptions tracer_options(const CompareOptions& opt) {
+    trace::TraceOptions to;
+    to.local_addresses = opt.local_addresses;
+    to.ipsets = opt.ipsets;
+    return to;
+  }
+  const RulesetState& state_;
+  Universe& u_;
+  Engine engine_;
+  trace::Tracer tracer_;
+  std::unordered_map<std::string, std::string> keys_;
+};
+
+}  // namespace
+
+bool same_shares(const std::vector<OutcomeShare>& a, const std::vector<OutcomeShare>& b) { return same_decided(a, b); }
+
 CompareResult compare_states(const RulesetState& before, const RulesetState& after, const CompareOptions& opt) {
   CompareResult res;
   Universe u = build_universe({&before, &after}, opt.local_addresses, opt.ipsets);
@@ -422,7 +462,14 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
       return res;
     }
   }
-  Engine ea(before, u), eb(after, u);
+  IptablesSide ea(before, u, opt), eb(after, u, opt);
+  return compare_sides(u, ea, eb, std::move(aff), opt);
+}
+
+CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb, AffectedAtoms aff,
+                            const CompareOptions& opt) {
+  CompareResult res;
+  res.atoms = u.atom_count();
   size_t n = 0;
   for (char c : aff.atom) n += c != 0;
   res.narrowing = aff.all ? "all atoms: " + aff.why_all
@@ -438,11 +485,6 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
     n = kept;
   }
   res.atoms_explored = n;
-  trace::TraceOptions to;
-  to.local_addresses = opt.local_addresses;
-  to.ipsets = opt.ipsets;
-  trace::Tracer ta(before, to), tb(after, to);
-  const auto keys_a = affinity_list_keys(before), keys_b = affinity_list_keys(after);
 
   size_t traced_total = 0;
   for (size_t ai = 0; ai < u.atom_count(); ++ai) {
@@ -556,8 +598,8 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
           d.origin = origin;
           d.undecided = undecided;
           d.cls = describe(c, u);
-          d.witness_a = concrete(w, origin, u, ea);
-          d.witness_b = concrete(w, origin, u, eb);
+          d.witness_a = ea.concrete(w, origin);
+          d.witness_b = eb.concrete(w, origin);
           d.witness_text = witness_text(d.witness_a, origin, u, w.client);
           d.before = shares(da, w.mark, u.family);
           d.after = shares(db, w.mark, u.family);
@@ -580,27 +622,21 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
           ++traced_here;
           ++traced_total;
           d.traced = true;
-          auto tra = ta.trace(d.witness_a);
-          auto trb = tb.trace(d.witness_b);
+          std::vector<std::string> named;
+          auto sha = ea.trace(d.witness_a, &named, &d.path_before);
+          auto shb = eb.trace(d.witness_b, &named, &d.path_after);
           // The concrete tracer cannot evaluate predicates: no self-check across them.
           if (dep) {
-            d.path_before = best_path(tra);
-            d.path_after = best_path(trb);
             res.differences.push_back(std::move(d));
             continue;
           }
           if (!undecided) {
-            if (!same_decided(d.before, concrete_shares(tra, keys_a)))
+            if (!same_decided(d.before, sha))
               res.self_check_failures.push_back("before: symbolic and concrete outcomes disagree for " + d.witness_text);
-            if (!same_decided(d.after, concrete_shares(trb, keys_b)))
+            if (!same_decided(d.after, shb))
               res.self_check_failures.push_back("after: symbolic and concrete outcomes disagree for " + d.witness_text);
           }
           // The tracer must name exactly the services the class is filed under.
-          std::vector<std::string> named;
-          for (const auto* tr : {&tra, &trb})
-            for (const auto& o : tr->outcomes)
-              for (const auto& sv : o.services)
-                if (std::find(named.begin(), named.end(), sv) == named.end()) named.push_back(sv);
           auto sorted = [](std::vector<std::string> v) {
             std::sort(v.begin(), v.end());
             return v;
@@ -608,8 +644,6 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
           if (sorted(named) != sorted(d.services))
             res.self_check_failures.push_back("services: the symbolic paths and the concrete tracer name different "
                                               "services for " + d.witness_text);
-          d.path_before = best_path(tra);
-          d.path_after = best_path(trb);
           res.differences.push_back(std::move(d));
         }
     }

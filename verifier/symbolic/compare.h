@@ -118,4 +118,26 @@ struct AffectedAtoms {
 };
 AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const Universe& u);
 
+/// One side of a comparison, whatever its mode (issue 16: one core, a front end per mode):
+/// its symbolic explorer and its concrete reference tracer. compare_states gives the
+/// comparison two iptables sides; verifier/nft_sym two nft ones.
+class CompareSide {
+ public:
+  virtual ~CompareSide() = default;
+  /// Every leaf of a start class (its destination in one atom of the shared universe).
+  virtual std::vector<Leaf> explore(const PacketClass& start, Origin origin) = 0;
+  /// The witness as a concrete packet of this side (affinity records named as it names them).
+  virtual trace::Packet concrete(const Witness& w, Origin origin) const = 0;
+  /// The concrete tracer's outcome distribution for the packet (OutcomeShare's shape, merged),
+  /// adding the services its paths name to *services and its most likely path to *path.
+  virtual std::vector<OutcomeShare> trace(const trace::Packet& p, std::vector<std::string>* services,
+                                          std::vector<std::string>* path) = 0;
+};
+
+/// Steps 2-3 of the comparison over two sides sharing one universe, for the atoms aff marks.
+CompareResult compare_sides(const Universe& u, CompareSide& before, CompareSide& after, AffectedAtoms aff,
+                            const CompareOptions& options);
+/// same_outcomes for a front end's concrete shares (decided outcomes, exact probabilities).
+bool same_shares(const std::vector<OutcomeShare>& a, const std::vector<OutcomeShare>& b);
+
 }  // namespace kpc::verifier::symbolic

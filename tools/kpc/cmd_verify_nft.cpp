@@ -1,0 +1,199 @@
+// `kpc verify` and `kpc diff` on nftables input (verify_nft.h): the nft transaction model
+// (verifier/nft) builds the states, verifier/nft_sym compares them by behaviour.
+#include <cstdio>
+#include <optional>
+
+#include "compiler/driver/compile_nftables.h"
+#include "compiler/model/loader.h"
+#include "tools/kpc/commands.h"
+#include "tools/kpc/json_report.h"
+#include "tools/kpc/text_layout.h"
+#include "tools/kpc/verify_nft.h"
+#include "verifier/nft_sym/compare.h"
+#include "verifier/nft_sym/verify.h"
+#include "verifier/nft_trace/tracer.h"
+#include "verifier/symbolic/report.h"
+
+namespace kpc::cli {
+namespace {
+
+namespace vn = verifier::nft;
+namespace ns = verifier::nft_sym;
+
+void print_nft_error(const vn::NftError& e) {
+  std::string rendered = e.render();
+  while (!rendered.empty() && rendered.back() == '\n') rendered.pop_back();
+  print_tool_error(rendered, e.file, e.line, e.col_begin, e.message);
+}
+
+// A program file: its text (a transaction or a listing). False with the error printed.
+bool read_file(const std::string& path, uint64_t limit, std::string* out) {
+  InputText in;
+  InputError err;
+  if (!in.load(path, limit, &err)) {
+    print_input_error(err);
+    return false;
+  }
+  *out = std::string(in.view());
+  return true;
+}
+
+// A state from a program file: a listing, or a transaction applied to an empty node.
+bool read_state_file(const std::string& path, uint64_t limit, vn::NftState* out) {
+  std::string text;
+  if (!read_file(path, limit, &text)) return false;
+  vn::NftError e;
+  if (!ns::read_nft_state(text, path, out, &e)) {
+    print_nft_error(e);
+    return false;
+  }
+  return true;
+}
+
+// The three transactions from snapshots (every family the node has an address of): prior =
+// full(OLD) on an empty node; partial = the sync from OLD to NEW; full = a forced full sync.
+bool compile_three(const NftVerifyRequest& o, std::string* prior, std::string* partial, std::string* full,
+                   std::vector<IPAddr>* local) {
+  SourceManager sm;
+  DiagSink diags;
+  Snapshot next_snap, prior_snap;
+  LoadOptions lo;
+  lo.max_input_size = o.max_input_size;
+  lo.node_name = o.node;
+  bool ok = load_snapshot(o.next, lo, sm, &next_snap, diags);
+  ok = load_snapshot(o.prior, lo, sm, &prior_snap, diags) && ok;
+  size_t families = 0;
+  for (IPFamily f : {IPFamily::V4, IPFamily::V6}) {
+    if (!ok) break;
+    DiagSink quiet;
+    if (!nft_node_context(next_snap, f, quiet) || !nft_node_context(prior_snap, f, quiet)) continue;
+    ++families;
+    auto a = compile_nftables(prior_snap, f, {}, diags);
+    auto b = compile_nftables_from_prior(next_snap, prior_snap, f, {}, diags);
+    NftPriorOptions full_sync;
+    full_sync.force_full = true;
+    auto c = compile_nftables_from_prior(next_snap, prior_snap, f, full_sync, diags);
+    if (!a || !b || !c) {
+      ok = false;
+      break;
+    }
+    for (auto [to, r] : {std::make_pair(prior, &*a), std::make_pair(partial, &*b), std::make_pair(full, &*c)}) {
+      if (!r->cleanup_text.empty()) *to += r->cleanup_text + "\n";
+      *to += r->text;
+      if (!to->empty() && to->back() != '\n') *to += "\n";
+    }
+    append_node_addresses(next_snap, f, local);
+  }
+  if (ok && families == 0) {
+    // Let the compiler say why (no address of either family).
+    compile_nftables(next_snap, IPFamily::V4, {}, diags);
+    ok = false;
+  }
+  diags.sort_and_dedup();
+  print_diagnostics(diags, sm);
+  return ok;
+}
+
+bool locals(const std::vector<std::string>& given, std::vector<IPAddr> derived, const char* cmd,
+            std::vector<IPAddr>* out) {
+  // Both families' addresses: the comparison picks each family's own.
+  std::vector<IPAddr> v4, v6;
+  for (const auto& a : derived) (a.family == IPFamily::V4 ? v4 : v6).push_back(a);
+  std::vector<std::string> g4, g6;
+  for (const auto& s : given) {
+    auto a = IPAddr::parse(s);
+    (a && a->family == IPFamily::V6 ? g6 : g4).push_back(s);
+  }
+  std::vector<IPAddr> o4, o6;
+  if (!choose_local_addresses(g4, v4, IPFamily::V4, cmd, &o4)) return false;
+  if (!choose_local_addresses(g6, v6, IPFamily::V6, cmd, &o6)) return false;
+  out->clear();
+  out->insert(out->end(), o4.begin(), o4.end());
+  out->insert(out->end(), o6.begin(), o6.end());
+  return true;
+}
+
+}  // namespace
+
+int run_verify_nft(const NftVerifyRequest& o) {
+  vn::NftState prior;
+  std::string partial, full;
+  std::vector<IPAddr> local;
+  std::string partial_name = o.partial, full_name = o.full;
+  if (!o.next.empty()) {
+    std::string prior_program;
+    if (!compile_three(o, &prior_program, &partial, &full, &local)) return kExitError;
+    auto r = vn::apply_script(prior, prior_program, "prior.nft");
+    if (!r.ok) {
+      std::fprintf(stderr, "internal error: the prior's full transaction fails: %s\n", r.error->to_string().c_str());
+      return kExitInternal;
+    }
+    partial_name = "partial.nft";
+    full_name = "full.nft";
+  } else {
+    if (o.state.empty() || o.partial.empty() || o.full.empty()) {
+      std::fprintf(stderr, "kpc verify: give --state, --partial and --full, or SNAPSHOT... --prior OLD...\n");
+      return kExitError;
+    }
+    bool ok = read_state_file(o.state, o.max_input_size, &prior);
+    ok = read_file(o.partial, o.max_input_size, &partial) && ok;
+    ok = read_file(o.full, o.max_input_size, &full) && ok;
+    if (!ok) return kExitError;
+  }
+  if (!locals(o.local_addresses, local, "verify", &local)) return kExitError;
+  ns::NftVerifyOptions vo;
+  vo.local_addresses = local;
+  auto r = ns::verify_nft(prior, partial, full, vo, partial_name, full_name);
+  std::string report = o.format == "json"       ? ns::format_json(r)
+                       : o.format == "markdown" ? ns::format_markdown(r)
+                       : o.verbose              ? ns::format_text(r, true)
+                                                : reviewer_text(ns::format_text(r));
+  if (o.format == "json")
+    print_json_text(report);
+  else
+    std::fputs(report.c_str(), stdout);
+  if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;
+  if (r.behaviour && !r.behaviour->self_check_failures.empty()) return kExitInternal;
+  if (r.verdict == verifier::Verdict::Identical) return kExitOk;
+  if (r.verdict == verifier::Verdict::Equivalent && o.allow_equivalent) return kExitOk;
+  return kExitDifferent;
+}
+
+int run_diff_nft(const NftDiffRequest& o) {
+  vn::NftState before, after;
+  bool ok = read_state_file(o.before, o.max_input_size, &before);
+  ok = read_state_file(o.after, o.max_input_size, &after) && ok;
+  if (!ok) return kExitError;
+  std::vector<IPAddr> derived;
+  std::vector<std::string> why;
+  for (const auto* st : {&before, &after})
+    for (IPFamily f : {IPFamily::V4, IPFamily::V6})
+      for (const auto& a : verifier::nft_trace::infer_local_addresses(*st, f, &why)) derived.push_back(a);
+  std::vector<IPAddr> local;
+  if (!locals(o.local_addresses, derived, "diff", &local)) return kExitError;
+  verifier::symbolic::CompareOptions co;
+  co.local_addresses = local;
+  co.explore_all = o.explore_all;
+  auto r = ns::compare_nft(before, after, co);
+  verifier::symbolic::ReportOptions ro;
+  ro.before_name = "old";
+  ro.after_name = "new";
+  std::string report = o.format == "json"       ? verifier::symbolic::diff_json(r, ro)
+                       : o.format == "markdown" ? "### kpc diff `" + o.before + "` → `" + o.after + "` (nftables)\n\n" +
+                                                      verifier::symbolic::diff_markdown(r, ro)
+                                                : verifier::symbolic::diff_text(r, ro);
+  if (o.format == "text") {
+    std::string head = "kpc diff " + o.before + " -> " + o.after + " (nftables, local addresses:";
+    for (const auto& a : local) head += " " + a.str();
+    head += ")\n";
+    report = reviewer_text(head + report);
+  }
+  if (o.format == "json")
+    print_json_text(report);
+  else
+    std::fputs(report.c_str(), stdout);
+  if (!r.self_check_failures.empty()) return kExitInternal;
+  return r.equivalent() ? kExitOk : kExitDifferent;
+}
+
+}  // namespace kpc::cli

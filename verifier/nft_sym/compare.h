@@ -1,0 +1,32 @@
+// Behavioural comparison of two nft states (issue 16 §4): the iptables comparison's steps 2-3
+// (symbolic::compare_sides: regions, witnesses, the concrete self-check) over two nft sides
+// (the Explorer and the concrete nft tracer with the kernel's numgen shares, so that both
+// speak dyadic probabilities).
+//
+// Step 1: equal listings (`nft list ruleset`, handles aside) are equivalent without exploring;
+// otherwise only the atoms affected_atoms_nft names are explored.
+#pragma once
+
+#include <vector>
+
+#include "verifier/nft/nft.h"
+#include "verifier/symbolic/compare.h"
+
+namespace kpc::verifier::nft_sym {
+
+/// Step 1: the destination atoms that can behave differently (affected.cpp): those of the
+/// differing map elements and of the elements through which differing chains are reached.
+symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const symbolic::Universe& u);
+
+/// The address families an nft state has rules for (ip / ip6 tables; inet counts for both).
+std::vector<IPFamily> families(const nft::NftState& a, const nft::NftState& b);
+
+/// One family's comparison.
+symbolic::CompareResult compare_nft_states(const nft::NftState& before, const nft::NftState& after, IPFamily family,
+                                           const symbolic::CompareOptions& options);
+
+/// Both families' comparisons merged (counts summed, differences of IPv4 first).
+symbolic::CompareResult compare_nft(const nft::NftState& before, const nft::NftState& after,
+                                    const symbolic::CompareOptions& options);
+
+}  // namespace kpc::verifier::nft_sym

@@ -1,0 +1,288 @@
+#include "verifier/nft_sym/verify.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "verifier/nft_sym/compare.h"
+#include "verifier/nft_trace/tracer.h"
+#include "verifier/symbolic/report.h"
+
+namespace kpc::verifier::nft_sym {
+namespace {
+
+std::string table_key(const nft::Table& t) { return std::string(nft::family_name(t.family)) + " " + t.name; }
+
+// Chains reachable from a base chain (jumps, gotos, verdict-map values) and sets read by
+// their rules.
+struct Reach {
+  std::set<std::string> chains, sets;
+};
+Reach reach_of(const nft::Table& t) {
+  Reach r;
+  std::vector<const nft::Chain*> todo;
+  for (const auto& c : t.chains)
+    if (c.base && !c.removed) todo.push_back(&c), r.chains.insert(c.name);
+  while (!todo.empty()) {
+    const nft::Chain* c = todo.back();
+    todo.pop_back();
+    auto visit = [&](const std::string& name) {
+      const nft::Chain* n = t.find_chain(name);
+      if (n && !n->removed && r.chains.insert(name).second) todo.push_back(n);
+    };
+    for (const auto& rule : c->rules) {
+      for (const auto& n : rule.refs.chains) visit(n);
+      for (const auto& s : rule.refs.sets) {
+        r.sets.insert(s);
+        const nft::Set* set = t.find_set(s);
+        if (!set || !set->is_map) continue;
+        for (const auto& el : set->elements) {
+          if (el.removed || !el.value) continue;
+          nft_trace::VerdictSpec v;
+          if (nft_trace::read_verdict(*el.value, &v) && !v.chain.empty()) visit(v.chain);
+        }
+      }
+      for (const auto& s : rule.refs.dynset) r.sets.insert(s);
+    }
+  }
+  return r;
+}
+
+std::vector<std::string> rule_texts(const nft::Chain& c) {
+  std::vector<std::string> out;
+  for (const auto& r : c.rules) out.push_back(r.canonical);
+  return out;
+}
+std::vector<std::string> element_texts(const nft::Set& s) {
+  std::vector<std::string> out;
+  for (const auto& e : s.elements) {
+    if (e.removed) continue;
+    std::string k;
+    for (const auto& f : e.key) k += f + " . ";
+    if (e.value) k += ": " + *e.value;
+    out.push_back(std::move(k));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+std::string chain_definition(const nft::Chain& c) {
+  return c.base ? c.type + "/" + c.hook + "/" + std::to_string(c.priority) + "/" + c.policy : "regular";
+}
+std::string set_definition(const nft::Set& s) {
+  std::string d = s.is_map ? "map:" + s.data_name : "set";
+  for (const auto& k : s.key_names) d += " " + k;
+  for (const auto& f : s.flags) d += " " + f;
+  return d + " " + std::to_string(s.timeout_ms);
+}
+
+void chain_services(const nft::Chain* c, std::set<std::string>& out) {
+  if (!c) return;
+  if (auto s = nft_trace::service_from_chain(c->name); !s.empty()) out.insert(s);
+  for (const auto& r : c->rules)
+    if (r.comment)
+      if (auto s = trace::service_from_comment(*r.comment); !s.empty()) out.insert(s);
+}
+
+}  // namespace
+
+std::vector<ObjectDifference> object_differences(const nft::NftState& a, const nft::NftState& b) {
+  std::vector<ObjectDifference> out;
+  std::map<std::string, std::pair<const nft::Table*, const nft::Table*>> tables;
+  for (const auto& t : a.tables) tables[table_key(t)].first = &t;
+  for (const auto& t : b.tables) tables[table_key(t)].second = &t;
+  for (const auto& [key, tt] : tables) {
+    auto [ta, tb] = tt;
+    if (!ta || !tb) {
+      out.push_back({key, "table", ta ? "only after partial" : "only after full", true, {}});
+      continue;
+    }
+    Reach ra = reach_of(*ta), rb = reach_of(*tb);
+    std::map<std::string, std::pair<const nft::Chain*, const nft::Chain*>> chains;
+    for (const auto& c : ta->chains) chains[c.name].first = &c;
+    for (const auto& c : tb->chains) chains[c.name].second = &c;
+    for (const auto& [name, cc] : chains) {
+      auto [ca, cb] = cc;
+      std::string kind;
+      if (!ca || !cb) kind = ca ? "only after partial" : "only after full";
+      else if (chain_definition(*ca) != chain_definition(*cb)) kind = "definition differs";
+      else if (rule_texts(*ca) != rule_texts(*cb)) kind = "rules differ";
+      if (kind.empty()) continue;
+      ObjectDifference d{key, name, kind, ra.chains.count(name) || rb.chains.count(name), {}};
+      std::set<std::string> svcs;
+      chain_services(ca, svcs);
+      chain_services(cb, svcs);
+      d.services.assign(svcs.begin(), svcs.end());
+      out.push_back(std::move(d));
+    }
+    std::map<std::string, std::pair<const nft::Set*, const nft::Set*>> sets;
+    for (const auto& s : ta->sets) sets[s.name].first = &s;
+    for (const auto& s : tb->sets) sets[s.name].second = &s;
+    for (const auto& [name, ss] : sets) {
+      auto [sa, sb] = ss;
+      std::string kind;
+      if (!sa || !sb) kind = sa ? "only after partial" : "only after full";
+      else if (set_definition(*sa) != set_definition(*sb)) kind = "definition differs";
+      else if (element_texts(*sa) != element_texts(*sb)) kind = "elements differ";
+      if (kind.empty()) continue;
+      bool is_map = (sa ? sa : sb)->is_map;
+      out.push_back({key, std::string(is_map ? "map " : "set ") + name, kind,
+                     ra.sets.count(name) > 0 || rb.sets.count(name) > 0, {}});
+    }
+  }
+  return out;
+}
+
+bool read_nft_state(std::string_view text, std::string_view file_name, nft::NftState* out, nft::NftError* err) {
+  *out = nft::NftState{};
+  if (nft::looks_like_listing(text)) return nft::parse_listing(text, file_name, out, err);
+  auto r = nft::apply_script(*out, text, file_name);
+  if (!r.ok) {
+    *err = *r.error;
+    return false;
+  }
+  return true;
+}
+
+NftVerifyResult verify_nft(const nft::NftState& prior, std::string_view partial, std::string_view full,
+                           const NftVerifyOptions& vo, std::string_view partial_name, std::string_view full_name) {
+  NftVerifyResult r;
+  nft::NftState a = prior, b = prior;  // a: prior + partial, b: prior + full
+  auto rb = nft::apply_script(b, full, full_name);
+  if (!rb.ok) {
+    r.verdict = Verdict::FailsToApply;
+    r.failure = *rb.error;
+    r.failing_program = "full";
+    return r;
+  }
+  auto ra = nft::apply_script(a, partial, partial_name);
+  if (!ra.ok) {
+    r.verdict = Verdict::FailsToApply;
+    r.failure = *ra.error;
+    r.failing_program = "partial";
+    return r;
+  }
+  if (nft::print_ruleset(a) == nft::print_ruleset(b)) return r;
+  r.verdict = Verdict::Equivalent;
+  r.differences = object_differences(a, b);
+  bool reachable = false;
+  for (const auto& d : r.differences) reachable = reachable || d.reachable;
+  if (!reachable) return r;
+  symbolic::CompareOptions co;
+  co.local_addresses = vo.local_addresses;
+  r.behaviour = compare_nft(b, a, co);
+  if (r.behaviour->differing_classes)
+    r.verdict = Verdict::NotEquivalent;
+  else if (r.behaviour->undecided_classes)
+    r.verdict = Verdict::CannotProve;
+  else
+    r.verdict = Verdict::Equivalent;
+  return r;
+}
+
+std::string format_text(const NftVerifyResult& r, bool verbose) {
+  std::string out = std::string("verdict: ") + verdict_name(r.verdict) + "\n";
+  if (r.failure)
+    out += "the " + r.failing_program + " transaction fails at line " + std::to_string(r.failure->line) + ": " +
+           r.failure->message + "\n  nft would say:\n" + r.failure->render();
+  for (const auto& d : r.differences) {
+    out += "  " + d.table + " " + d.object + ": " + d.kind +
+           (d.reachable ? " (reachable: may change packets)" : " (unreachable: no packet can see it)");
+    if (!d.services.empty()) {
+      out += " [";
+      for (size_t i = 0; i < d.services.size(); ++i) out += (i ? ", " : "") + d.services[i];
+      out += "]";
+    }
+    out += "\n";
+  }
+  if (r.behaviour) {
+    const auto& b = *r.behaviour;
+    out += "packets: " + std::to_string(b.differing_classes) + " classes treated differently, " +
+           std::to_string(b.undecided_classes) + " undecided" +
+           (verbose ? " (" + b.narrowing + "; " + std::to_string(b.classes_compared) + " start classes compared)" : "") +
+           "\n";
+    if (!b.differences.empty()) {
+      symbolic::ReportOptions ro;
+      ro.before_name = "full";
+      ro.after_name = "partial";
+      out += symbolic::service_summary(b, ro);
+    }
+    size_t shown = 0;
+    for (const auto& d : b.differences) {
+      if (++shown > 10) {
+        out += "  ... " + std::to_string(b.differences.size() - 10) + " more (--format json lists all)\n";
+        break;
+      }
+      out += std::string(d.undecided ? "  undecided: " : "  witness: ") + d.witness_text + "\n";
+      if (verbose) out += "    class: " + d.cls + "\n";
+      if (!d.services.empty()) {
+        out += "    service:";
+        for (const auto& s : d.services) out += " " + s;
+        out += "\n";
+      }
+      for (const auto& s : d.before) out += "    full:    " + symbolic::format_share(s) + "\n";
+      for (const auto& s : d.after) out += "    partial: " + symbolic::format_share(s) + "\n";
+    }
+    for (const auto& f : b.self_check_failures) out += "internal error: " + f + "\n";
+  }
+  return out;
+}
+
+std::string format_markdown(const NftVerifyResult& r) {
+  std::string out = std::string("### kpc verify (nftables): ") + verdict_name(r.verdict) + "\n\n";
+  if (r.failure)
+    out += "The " + r.failing_program + " transaction fails at line " + std::to_string(r.failure->line) + ": `" +
+           r.failure->message + "`\n\n";
+  if (!r.differences.empty()) {
+    out += "| table | object | difference | reachable | services |\n|---|---|---|---|---|\n";
+    for (const auto& d : r.differences) {
+      std::string svcs;
+      for (size_t i = 0; i < d.services.size(); ++i) svcs += (i ? ", " : "") + d.services[i];
+      out += "| " + d.table + " | " + d.object + " | " + d.kind + " | " + (d.reachable ? "yes" : "no") + " | " + svcs +
+             " |\n";
+    }
+    out += "\n";
+  }
+  if (r.behaviour) {
+    symbolic::ReportOptions ro;
+    ro.before_name = "full";
+    ro.after_name = "partial";
+    out += symbolic::diff_markdown(*r.behaviour, ro);
+  }
+  return out;
+}
+
+std::string format_json(const NftVerifyResult& r) {
+  nlohmann::json j;
+  j["schema"] = "kpc.dev/verify/v1";
+  j["backend"] = "nftables";
+  j["verdict"] = verdict_name(r.verdict);
+  if (r.failure)
+    j["failure"] = {{"program", r.failing_program},
+                    {"line", r.failure->line},
+                    {"reason", r.failure->message},
+                    {"message", r.failure->render()}};
+  j["differences"] = nlohmann::json::array();
+  for (const auto& d : r.differences)
+    j["differences"].push_back({{"table", d.table},
+                                {"chain", d.object},
+                                {"kind", d.kind},
+                                {"reachable", d.reachable},
+                                {"services", d.services}});
+  if (r.behaviour) {
+    const auto& b = *r.behaviour;
+    nlohmann::json jb;
+    jb["differing_classes"] = b.differing_classes;
+    jb["undecided_classes"] = b.undecided_classes;
+    jb["narrowing"] = b.narrowing;
+    jb["witnesses"] = nlohmann::json::array();
+    for (const auto& d : b.differences)
+      jb["witnesses"].push_back(nlohmann::json::parse(symbolic::difference_json(d, "full", "partial").dump()));
+    jb["self_check_failures"] = b.self_check_failures;
+    j["packets"] = jb;
+  }
+  return j.dump(2) + "\n";
+}
+
+}  // namespace kpc::verifier::nft_sym

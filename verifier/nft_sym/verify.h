@@ -1,0 +1,56 @@
+// `prior ⊕ partial ≡ full?` for nft transactions (issue 16 §4): the iptables verifier's
+// questions and verdicts (verifier/equiv/verify.h) over the nft state model.
+// Level 1: apply both transactions to the prior state with the exact nft model (nft's
+// atomicity and error text); equal listings (`nft list ruleset`, handles aside): identical.
+// Otherwise the differing objects (chains, sets, maps) are listed; if none is reachable
+// from a base chain (a stale chain, a set no rule reads), equivalent. Level 2: the two
+// states are compared by behaviour (compare.h): not equivalent with witnesses, equivalent,
+// or cannot prove.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "verifier/equiv/verify.h"
+#include "verifier/nft/nft.h"
+#include "verifier/symbolic/compare.h"
+
+namespace kpc::verifier::nft_sym {
+
+struct ObjectDifference {
+  std::string table;  ///< "ip kube-proxy"
+  std::string object; ///< chain name, or "set NAME" / "map NAME"
+  std::string kind;   ///< "only after partial", "only after full", "rules differ", "elements differ", ...
+  bool reachable = false;
+  std::vector<std::string> services;  ///< "ns/name:port" from kube-proxy's chain names and comments
+};
+
+struct NftVerifyResult {
+  Verdict verdict = Verdict::Identical;
+  std::optional<nft::NftError> failure;
+  std::string failing_program;  ///< "partial" or "full"
+  std::vector<ObjectDifference> differences;
+  std::optional<symbolic::CompareResult> behaviour;  ///< before = prior+full, after = prior+partial
+};
+
+struct NftVerifyOptions {
+  std::vector<IPAddr> local_addresses;
+};
+
+NftVerifyResult verify_nft(const nft::NftState& prior, std::string_view partial, std::string_view full,
+                           const NftVerifyOptions& options = {}, std::string_view partial_name = "partial",
+                           std::string_view full_name = "full");
+
+/// Reads a prior state: an `nft list ruleset` listing or a transaction applied to an empty node.
+bool read_nft_state(std::string_view text, std::string_view file_name, nft::NftState* out, nft::NftError* err);
+
+std::string format_text(const NftVerifyResult& r, bool verbose = false);
+std::string format_json(const NftVerifyResult& r);
+std::string format_markdown(const NftVerifyResult& r);
+
+/// The differing objects of two states (what format_* lists), with reachability.
+std::vector<ObjectDifference> object_differences(const nft::NftState& a, const nft::NftState& b);
+
+}  // namespace kpc::verifier::nft_sym
