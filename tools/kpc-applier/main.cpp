@@ -213,6 +213,10 @@ int main(int argc, char** argv) {
       tools.flavor = choice == IptablesFlavorChoice::Legacy ? verifier::Flavor::Legacy : verifier::Flavor::Nft;
     }
   }
+  if (tools.apply_with == ApplyWith::InProcess)
+    // What "in-process" covers: nftables only (docs/applier.md "In-process apply": libiptc does not pay).
+    log_line(nlohmann::json{{"msg", "apply with"}, {"nftables", "libnftables (in-process)"},
+                            {"iptables", "the tools (iptables-restore)"}}.dump());
   KernelDataplane dp(tools);
   SteadyClock clock;
   SyncLoop loop(*lo, clock, dp, log_line);
