@@ -71,7 +71,9 @@ struct TwoKernels {
       lib = dp.apply(BackendKind::NFTables, f, text);
     });
     ASSERT_EQ(tool.exit_code == 0, lib.ok) << where << "\ntool: " << tool.err << "\nin-process: " << lib.error;
-    if (!lib.ok) EXPECT_EQ(lib.error, tool.err) << where;
+    if (!lib.ok) {
+      EXPECT_EQ(lib.error, tool.err) << where;
+    }
   }
   std::string ruleset(const Netns& ns) const { return ns.exec({"nft", "list", "ruleset"}).out; }
   void expect_same(const std::string& where) {
