@@ -12,6 +12,8 @@ PACKAGES=(
   libip4tc-dev libip6tc-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
   # kpc-applier's Kubernetes API client (HTTPS)
   libcurl4-openssl-dev
+  # kpc-applier --apply-with in-process: libnftables, the library the nft tool is built on
+  libnftables-dev
   # fuzzing / sanitizers (clang with libFuzzer and the ASan/UBSan runtimes)
   clang libclang-rt-14-dev
   # the real netfilter tools the kernel tests drive

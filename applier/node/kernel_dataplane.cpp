@@ -1,5 +1,6 @@
 #include "applier/node/kernel_dataplane.h"
 
+#include "applier/node/nft_library.h"
 #include "applier/node/process.h"
 #include "verifier/trace/tracer.h"
 
@@ -9,6 +10,12 @@ std::optional<IptablesFlavorChoice> parse_flavor_choice(std::string_view s) {
   if (s == "legacy") return IptablesFlavorChoice::Legacy;
   if (s == "nft") return IptablesFlavorChoice::Nft;
   if (s == "auto") return IptablesFlavorChoice::Auto;
+  return std::nullopt;
+}
+
+std::optional<ApplyWith> parse_apply_with(std::string_view s) {
+  if (s == "tools") return ApplyWith::Tools;
+  if (s == "in-process") return ApplyWith::InProcess;
   return std::nullopt;
 }
 
@@ -46,6 +53,25 @@ verifier::Flavor detect_flavor(size_t* legacy_chains, size_t* nft_chains) {
 
 static const char* nft_family(IPFamily f) { return f == IPFamily::V4 ? "ip" : "ip6"; }
 
+// `nft ARGS...` (stdin_text: `nft -f -`), with the tool or in-process: one result shape.
+static ProcessResult run_nft(const KernelTools& t, const std::vector<std::string>& args,
+                             const std::string& stdin_text = "") {
+  if (t.apply_with == ApplyWith::InProcess) {
+    NftLibResult l;
+    if (args.size() == 2 && args[0] == "-f" && args[1] == "-") {
+      l = nft_lib_apply(stdin_text);
+    } else {
+      std::string cmd;
+      for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
+      l = nft_lib_command(cmd);
+    }
+    return ProcessResult{l.exit_code, std::move(l.out), std::move(l.err)};
+  }
+  std::vector<std::string> argv{t.nft};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, stdin_text);
+}
+
 DataplaneResult KernelDataplane::read(BackendKind kind, IPFamily family, std::string* out) {
   out->clear();
   if (kind == BackendKind::IPTables) {
@@ -55,10 +81,10 @@ DataplaneResult KernelDataplane::read(BackendKind kind, IPFamily family, std::st
     return {};
   }
   // `nft list tables` first: a missing table is not an error, it is "none".
-  auto tables = run_process({t_.nft, "list", "tables", nft_family(family)});
+  auto tables = run_nft(t_, {"list", "tables", nft_family(family)});
   if (tables.exit_code != 0) return DataplaneResult::failure(tables.err);
   if (tables.out.find(std::string("table ") + nft_family(family) + " kube-proxy\n") == std::string::npos) return {};
-  auto r = run_process({t_.nft, "list", "table", nft_family(family), "kube-proxy"});
+  auto r = run_nft(t_, {"list", "table", nft_family(family), "kube-proxy"});
   if (r.exit_code != 0) return DataplaneResult::failure(r.err);
   *out = std::move(r.out);
   return {};
@@ -74,7 +100,7 @@ DataplaneResult KernelDataplane::apply(BackendKind kind, IPFamily family, const 
       return DataplaneResult::failure(r.err.empty() ? argv[0] + " exited with " + std::to_string(r.exit_code) : r.err);
     return {};
   }
-  auto r = run_process({t_.nft, "-f", "-"}, program);
+  auto r = run_nft(t_, {"-f", "-"}, program);
   if (r.exit_code != 0) return DataplaneResult::failure(r.err.empty() ? "nft failed" : r.err);
   return {};
 }

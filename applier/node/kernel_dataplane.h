@@ -1,7 +1,10 @@
 // The real dataplane: the node's own tools, run as kube-proxy runs them.
 //  iptables: `iptables-restore --noflush -w` (stdin), `iptables-save`, `iptables -w -C/-I`
 //            for the jump rules; legacy or nft flavour (--iptables=legacy|nft|auto).
-//  nftables: `nft -f -`, `nft list table ip|ip6 kube-proxy`.
+//  nftables: `nft -f -`, `nft list table ip|ip6 kube-proxy`; or, with ApplyWith::InProcess,
+//            the same text through libnftables (nft_library.h), with no fork/exec.
+//  iptables is applied with the tools either way: see docs/applier.md "In-process apply" for
+//  the measurement that decided against libiptc.
 // Programs only ever name kube-proxy's chains and tables, so foreign rules are untouched.
 #pragma once
 
@@ -14,6 +17,11 @@ namespace kpc::applier {
 
 enum class IptablesFlavorChoice { Legacy, Nft, Auto };
 std::optional<IptablesFlavorChoice> parse_flavor_choice(std::string_view s);
+
+/// `--apply-with`: the node's tools (kube-proxy's behaviour), or the libraries they are built
+/// on, in the applier's process, where that pays (nftables: libnftables).
+enum class ApplyWith { Tools, InProcess };
+std::optional<ApplyWith> parse_apply_with(std::string_view s);
 
 /// iptables-wrapper's decision, as kpc-applier takes it: the flavour whose tables hold more
 /// kube-proxy/kubelet chains (KUBE-*, both families); nft when there are none, or a tie.
@@ -30,6 +38,9 @@ struct KernelTools {
   std::string nft = "nft";
   /// xtables lock wait: `-w` (kube-proxy waits, 5 s by default with -W).
   bool wait = true;
+  /// nftables reads and applies through libnftables instead of the `nft` binary (which is
+  /// then not run at all, so `nft` above is ignored).
+  ApplyWith apply_with = ApplyWith::Tools;
 };
 
 /// The binary of a flavour and family: tool is "restore", "save" or "" (iptables itself).

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kpc-applier: kube-proxy's programs, compiled by kpc, proven and applied on this node"};
   app.footer(kHelpFooter);
   std::string watch, config_file, node, state_dir, verify = "always", iptables = "auto";
-  std::string ipt_restore, ip6t_restore, nft_bin = "nft", family = "both";
+  std::string ipt_restore, ip6t_restore, nft_bin = "nft", family = "both", apply_with = "tools";
   std::string kubeconfig, kube_context, sa_dir = kServiceAccountDir;
   std::optional<std::string> metrics_bind, healthz_bind;
   bool once = false, cleanup = false, dry_run = false;
@@ -105,6 +105,9 @@ int main(int argc, char** argv) {
   app.add_option("--iptables-restore", ipt_restore, "the IPv4 restore binary (default: the flavour's)");
   app.add_option("--ip6tables-restore", ip6t_restore, "the IPv6 restore binary (default: the flavour's)");
   app.add_option("--nft", nft_bin, "the nft binary");
+  app.add_option("--apply-with", apply_with, "tools: iptables-restore and nft, as kube-proxy runs them; in-process: "
+                 "nftables through libnftables, the nft tool's own library (iptables stays with the tools)")
+      ->check(CLI::IsMember({"tools", "in-process"}))->capture_default_str();
   app.add_option("--family", family, "IP families to program: ipv4, ipv6, both (those the node has addresses of)")
       ->check(CLI::IsMember({"ipv4", "ipv6", "both"}));
   app.add_option("--debounce-ms", debounce_ms, "--watch PATH: quiet time before a re-read (ms)")
@@ -197,6 +200,7 @@ int main(int argc, char** argv) {
   tools.iptables_restore = ipt_restore;
   tools.ip6tables_restore = ip6t_restore;
   tools.nft = nft_bin;
+  tools.apply_with = *parse_apply_with(apply_with);
   if (lo->mode == BackendKind::IPTables) {
     auto choice = *parse_flavor_choice(iptables);
     if (choice == IptablesFlavorChoice::Auto) {
@@ -209,6 +213,10 @@ int main(int argc, char** argv) {
       tools.flavor = choice == IptablesFlavorChoice::Legacy ? verifier::Flavor::Legacy : verifier::Flavor::Nft;
     }
   }
+  if (tools.apply_with == ApplyWith::InProcess)
+    // What "in-process" covers: nftables only (docs/applier.md "In-process apply": libiptc does not pay).
+    log_line(nlohmann::json{{"msg", "apply with"}, {"nftables", "libnftables (in-process)"},
+                            {"iptables", "the tools (iptables-restore)"}}.dump());
   KernelDataplane dp(tools);
   SteadyClock clock;
   SyncLoop loop(*lo, clock, dp, log_line);
