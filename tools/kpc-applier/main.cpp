@@ -17,6 +17,8 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <thread>
+#include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -72,7 +74,8 @@ Exit codes: 0 ok (--once: the sync applied; --cleanup: everything removed); 1 a 
 Logs: one JSON line per sync on stderr (kind, services changed, bytes, compile/verify/apply ms, verdict).
 Metrics (Prometheus, kube-proxy's names) on --metrics-bind-address /metrics; kube-proxy's /healthz
 and /livez on --healthz-bind-address (neither with --once).
-Not in this increment: drift repair every syncPeriod, IPVS.
+Drift: every syncPeriod the kernel is compared with the last sync's full program on a thread of
+its own, and the smallest repair applied (docs/applier.md). Not in this increment: IPVS.
 )";
 
 }  // namespace
@@ -209,6 +212,9 @@ int main(int argc, char** argv) {
       tools.flavor = choice == IptablesFlavorChoice::Legacy ? verifier::Flavor::Legacy : verifier::Flavor::Nft;
     }
   }
+  // The periodic drift check runs on a thread of its own (slow at 10,000 Services: a kernel
+  // read and a full compile); syncs are not delayed by it (sync_loop.h, drift_thread).
+  lo->drift_thread = !once;
   KernelDataplane dp(tools);
   SteadyClock clock;
   SyncLoop loop(*lo, clock, dp, log_line);
@@ -294,6 +300,27 @@ int main(int argc, char** argv) {
 
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
+
+  std::thread drift_checker;
+  std::atomic<bool> drift_stop{false};
+  if (lo->drift_thread)
+    drift_checker = std::thread([&] {
+      while (!drift_stop) {
+        loop.wait_drift_jobs(1000);
+        for (const auto& o : loop.run_drift_checks())
+          if (o.result == "repaired") metrics.drift_repaired();
+      }
+    });
+  struct Joiner {
+    SyncLoop& loop;
+    std::thread& t;
+    std::atomic<bool>& stop;
+    ~Joiner() {
+      stop = true;
+      loop.stop_drift_waits();
+      if (t.joinable()) t.join();
+    }
+  } join_drift_checker{loop, drift_checker, drift_stop};
 
   // ---- --watch PATH --once / the stdin stream
   if (!api && watch != "-" && once) return loop.sync_now().ok ? 0 : 1;
