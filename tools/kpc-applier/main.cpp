@@ -70,7 +70,8 @@ Examples:
   kpc-applier --cleanup                                remove kube-proxy's rules (KEP-2448: only on request)
 
 Exit codes: 0 ok (--once: the sync applied; --cleanup: everything removed); 1 a sync failed
-(--once) or --cleanup could not remove something; 2 usage, configuration or snapshot error.
+(--once), --cleanup could not remove something, or the --watch - stream ended without --once
+(the rules are kept: restart the pipe); 2 usage, configuration or snapshot error.
 Logs: one JSON line per sync on stderr (kind, services changed, bytes, compile/verify/apply ms, verdict).
 Metrics (Prometheus, kube-proxy's names) on --metrics-bind-address /metrics; kube-proxy's /healthz
 and /livez on --healthz-bind-address (neither with --once).
@@ -391,6 +392,17 @@ int main(int argc, char** argv) {
         break;
       }
       if (!stdin_open && once) return loop.sync_now().ok ? 0 : 1;
+      if (!stdin_open) {
+        // The stream cannot be reopened, and an applier that goes on without a source would
+        // keep green health checks over rules that silently age. So: apply what arrived whole,
+        // keep the rules (KEP-2448: nothing is removed), exit 1 for the supervisor to restart
+        // the `kubectl … | kpc-applier --watch -` pipe (whose first sync is full).
+        bool ok = on_sync(loop.sync_now());
+        log_line(nlohmann::json{{"msg", "exiting: the watch stream ended"}, {"rules", "kept"}, {"last_sync_ok", ok},
+                                {"exit_code", 1}}
+                     .dump());
+        return 1;
+      }
     }
     if (!ready && any_input && now >= last_input + debounce_ms) ready = true;
     if (reload_at >= 0 && now >= reload_at) {
