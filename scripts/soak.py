@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Churn soak and one-change latency of kpc-applier (issue 15 §4, §5; docs/performance.md).
 
-Runs kpc-applier (`--watch -`, legacy iptables, IPv4) inside the network namespace it is started
+Runs kpc-applier (`--watch -`, legacy iptables unless --iptables nft, IPv4) inside the network namespace it is started
 in (scripts/soak.sh makes one), feeds it kubectl-style watch events of a synthetic cluster
 (SERVICES Services, ENDPOINTS endpoints each, one EndpointSlice per Service), then either
   --mode churn : RATE changes/s for DURATION s (90% an EndpointSlice's endpoint replaced,
@@ -73,13 +73,14 @@ def main():
     ap.add_argument("--gap", type=float, default=5)
     ap.add_argument("--count", type=int, default=20)
     ap.add_argument("--verify", default="always")
+    ap.add_argument("--iptables", default="legacy", choices=["legacy", "nft"], help="the iptables flavour")
     ap.add_argument("--metrics-port", type=int, default=10249)
     ap.add_argument("--out", default="/tmp/kpc-soak")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     cfg = os.path.join(a.out, "config.yaml")
     open(cfg, "w").write(CONFIG)
-    argv = [a.applier, "--watch", "-", "--config", cfg, "--iptables", "legacy", "--family", "ipv4",
+    argv = [a.applier, "--watch", "-", "--config", cfg, "--iptables", a.iptables, "--family", "ipv4",
             "--verify", a.verify, "--metrics-bind-address", "127.0.0.1:%d" % a.metrics_port,
             "--healthz-bind-address", "", "--state-dir", os.path.join(a.out, "state")]
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
@@ -212,7 +213,7 @@ def main():
     def med(key, kind):
         return pct([s.get(key, 0) for s in window if s["kind"] == kind], 0.5)
     summary = {
-        "mode": a.mode, "services": a.services, "endpoints_per_service": a.endpoints, "verify": a.verify,
+        "mode": a.mode, "iptables": a.iptables, "services": a.services, "endpoints_per_service": a.endpoints, "verify": a.verify,
         "initial_list_to_first_sync_s": round(first["t_end"] - t0, 2),
         "first_sync": {k: first.get(k) for k in ("kind", "bytes", "compile_ms", "apply_ms")},
         "changes": len(events), "seconds": round((events[-1][0] - start) if events else 0, 1),
