@@ -10,7 +10,8 @@ in (scripts/soak.sh makes one), feeds it kubectl-style watch events of a synthet
 It records, per sync, the applier's own log line (kind, compile/verify/apply ms) with the time
 it arrived, and per change the event -> kernel latency: from the moment the event was written
 to the pipe to the end of the first sync that started after it (sync start = its log line's
-arrival minus compile+verify+apply). RSS of kpc-applier is sampled every 5 s. Also scraped:
+arrival minus compile+verify+apply); in churn mode also from the change's scheduled time (a write
+blocks while kpc-applier syncs, as it reads stdin between syncs only). RSS of kpc-applier is sampled every 5 s. Also scraped:
 kubeproxy_network_programming_duration_seconds (trigger-time annotation -> sync applied).
 Prints a JSON summary on stdout; the raw records go to --out DIR.
 """
@@ -199,6 +200,16 @@ def main():
     with lock:
         ss = [s for s in syncs if s.get("result") == "applied"]
     # event -> kernel: the first applied sync that started after the event was written.
+    # The same from the change's scheduled time (churn: start + n / rate): the applier reads stdin
+    # between syncs only, so a blocked write delays the event before the applier can see it.
+    sched = []
+    j = 0
+    if a.mode == "churn":
+        for n, (t, kind) in enumerate(events):
+            while j < len(ss) and ss[j]["t_start"] < t:
+                j += 1
+            if j < len(ss):
+                sched.append(ss[j]["t_end"] - (start + n / a.rate))
     lat = []
     j = 0
     for (t, kind) in events:
@@ -220,6 +231,8 @@ def main():
         "latency_s": {"p50": pct([x for x, _ in lat], 0.5), "p90": pct([x for x, _ in lat], 0.9),
                       "p99": pct([x for x, _ in lat], 0.99), "max": pct([x for x, _ in lat], 1.0),
                       "n": len(lat)},
+        "latency_from_schedule_s": {"p50": pct(sched, 0.5), "p90": pct(sched, 0.9), "p99": pct(sched, 0.99),
+                                    "n": len(sched)},
         "syncs": {"full": sum(1 for s in window if s["kind"] == "full"),
                   "partial": sum(1 for s in window if s["kind"] == "partial"),
                   "failed": sum(1 for s in syncs if s.get("result") == "failed"),
