@@ -29,15 +29,18 @@ void ObjectStore::delete_service_cidr(const std::string& name) {
   dirty_ |= std::erase_if(cidrs_, [&](const ServiceCIDR& x) { return x.meta.name == name; }) > 0;
 }
 
-const Snapshot& ObjectStore::snapshot() {
-  if (!dirty_) return snap_;
-  snap_ = Snapshot{};
-  for (const auto& [k, v] : services_) snap_.services.push_back(v);
-  for (const auto& [k, v] : slices_) snap_.slices.push_back(v);
-  for (const auto& [k, v] : nodes_) snap_.nodes.push_back(v);
-  snap_.service_cidrs = cidrs_;
-  snap_.config = config_;
-  snap_.env = env_;
+std::shared_ptr<const Snapshot> ObjectStore::shared_snapshot() {
+  if (!dirty_ && snap_) return snap_;
+  auto s = std::make_shared<Snapshot>();
+  s->services.reserve(services_.size());
+  s->slices.reserve(slices_.size());
+  for (const auto& [k, v] : services_) s->services.push_back(v);
+  for (const auto& [k, v] : slices_) s->slices.push_back(v);
+  for (const auto& [k, v] : nodes_) s->nodes.push_back(v);
+  s->service_cidrs = cidrs_;
+  s->config = config_;
+  s->env = env_;
+  snap_ = std::move(s);
   dirty_ = false;
   return snap_;
 }

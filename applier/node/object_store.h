@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -34,7 +35,10 @@ class ObjectStore {
   const NodeEnvironment& environment() const { return env_; }
   size_t service_count() const { return services_.size(); }
   /// The held objects as a Snapshot, sorted as the loader sorts (cached until a change).
-  const Snapshot& snapshot();
+  const Snapshot& snapshot() { return *shared_snapshot(); }
+  /// The same, shared: a change builds a new one, so a holder (the drift checker's thread)
+  /// keeps the objects of the sync it checks, unchanged, while the loop goes on.
+  std::shared_ptr<const Snapshot> shared_snapshot();
 
  private:
   std::map<Key, Service> services_;
@@ -43,7 +47,7 @@ class ObjectStore {
   std::vector<ServiceCIDR> cidrs_;
   ProxyConfig config_;
   NodeEnvironment env_;
-  Snapshot snap_;
+  std::shared_ptr<const Snapshot> snap_;
   bool dirty_ = true;
 };
 

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <nlohmann/json.hpp>
 
 #include "applier/core/nft_repair.h"
@@ -90,6 +92,12 @@ struct FamilyState {
   std::optional<vn::NftState> held_nft;
   ChainSet jump_targets;  ///< chains the last full iptables program declared
   uint64_t partials = 0;
+  // The drift check on its own thread (LoopOptions::drift_thread).
+  uint64_t generation = 0;        ///< the loop's writes to this family's kernel (syncs, repairs)
+  bool drift_due = false;         ///< a check is wanted (syncPeriod passed since the last one)
+  std::shared_ptr<const Snapshot> drift_objects;  ///< what the last successful sync applied
+  uint64_t drift_taken_generation = UINT64_MAX;   ///< a job was handed out at this generation
+  unsigned drift_stale = 0;
 };
 
 struct SyncLoop::State {
@@ -106,6 +114,10 @@ struct SyncLoop::State {
   std::optional<ProxyConfig> config_override;
   std::optional<NodeEnvironment> env_override;
   uint64_t report_seq = 0;
+  // Held by a sync and by a drift commit: the two writers of the kernel and of the held state.
+  mutable std::mutex mu;
+  std::condition_variable drift_cv;
+  bool drift_wait_stopped = false;
 
   State(LoopOptions o, Clock& c, Dataplane& d, LogFn l) : opts(std::move(o)), clock(c), dp(d), log(std::move(l)) {
     for (IPFamily f : opts.families) {
@@ -374,6 +386,7 @@ struct SyncLoop::State {
       if (!r.ok && log) log(json{{"msg", "stale-chain cleanup failed"}, {"family", fam(fs.family)}, {"error", r.error}}.dump());
       else if (r.ok && fs.held_nft) vn::apply_script(*fs.held_nft, cleanup, "cleanup.nft");
     }
+    ++fs.generation;  // a check planned before this write no longer describes the kernel
     auto ar = dp.apply(opts.mode, fs.family, program);
     if (ar.ok && opts.mode == BackendKind::IPTables) {
       if (!partial) {
@@ -416,6 +429,7 @@ struct SyncLoop::State {
       fs.last_full_ms = fs.last_drift_check_ms = now;
       fs.needs_full = false;
       fs.needs_full_reason.clear();
+      fs.drift_due = false, fs.drift_objects.reset(), fs.drift_stale = 0;  // a full sync is a check
     } else if (opts.mode == BackendKind::IPTables && fs.held) {
       verifier::ApplyOptions ao;
       ao.noflush = true;
@@ -428,95 +442,155 @@ struct SyncLoop::State {
     state_write(program_name("last-applied", fs.family), program);
     if (!full && now - fs.last_drift_check_ms >= opts.sync_period_ms) {
       fs.last_drift_check_ms = now;
-      auto td = std::chrono::steady_clock::now();
-      check_drift(fs, &rep);
-      rep.drift_ms = ms_since(td);
+      if (opts.drift_thread) {
+        fs.drift_due = true;
+      } else {
+        auto td = std::chrono::steady_clock::now();
+        ++counters.drift_checks;
+        rep.drift_checked = true;
+        DriftJob job{fs.family, fs.generation, store.shared_snapshot(), 0};
+        DriftOutcome o = commit_drift_locked(fs, job, plan_drift(job));
+        rep.drift_repaired = o.result == "repaired";
+        rep.drift = o.what;
+        rep.drift_ms = ms_since(td);
+      }
+    }
+    if (opts.drift_thread && fs.drift_due) {
+      // Publish the objects this sync applied: the checker compares the kernel with them.
+      fs.drift_objects = store.shared_snapshot();
+      drift_cv.notify_all();
     }
     if (opts.mode == BackendKind::IPTables) count_rules(fs, program, &rep);
     return rep;
   }
 
-  // The drift check (see sync_loop.h). Called right after a successful sync: the family has
-  // nothing pending, so the desired state is the full program of the held objects. Anything
-  // that goes wrong here (the kernel unreadable, no repair possible, the repair refused) makes
-  // the family's next sync full, which re-reads the kernel and rewrites all of kube-proxy's
-  // part — the repair of last resort.
-  void check_drift(FamilyState& fs, FamilyReport* rep) {
-    ++counters.drift_checks;
-    rep->drift_checked = true;
-    auto give_up = [&](const std::string& why) {
-      fs.needs_full = true;
-      fs.needs_full_reason = "the drift check failed";
-      if (log) log(json{{"msg", "drift check failed"}, {"family", fam(fs.family)}, {"error", why}, {"next", "full sync"}}.dump());
+  // The drift check (see sync_loop.h), in two parts so that the slow one can run on another
+  // thread: plan_drift reads the kernel and computes the smallest repair against the objects
+  // of a sync (no loop state touched); commit_drift_locked applies it under the loop's lock.
+  // Anything that goes wrong (the kernel unreadable, no repair possible, the repair refused)
+  // makes the family's next sync full, which re-reads the kernel and rewrites all of
+  // kube-proxy's part — the repair of last resort.
+  DriftPlan plan_drift(const DriftJob& job) const {
+    DriftPlan p;
+    auto t0 = std::chrono::steady_clock::now();
+    auto fail = [&](std::string why) {
+      p.ok = false;
+      p.error = std::move(why);
+      p.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      return p;
     };
     std::string text;
-    auto rd = dp.read(opts.mode, fs.family, &text);
-    if (!rd.ok) return give_up("reading the kernel: " + rd.error);
-    const Snapshot& snap = store.snapshot();
+    auto rd = dp.read(opts.mode, job.family, &text);
+    if (!rd.ok) return fail("reading the kernel: " + rd.error);
+    const Snapshot& snap = *job.objects;
     DiagSink d;
-    std::string repair_text;
     json what;
     if (opts.mode == BackendKind::IPTables) {
-      verifier::RulesetState actual = verifier::RulesetState::empty(fs.family);
+      verifier::RulesetState actual = verifier::RulesetState::empty(job.family);
       std::string err;
-      if (!verifier::load_save(kube_tables(text), fs.family, dp.flavor(), actual, &err))
-        return give_up("the kernel's rules cannot be read by kpc's model: " + err);
-      auto want = compile_iptables(snap, fs.family == IPFamily::V4 ? Backend::IPTables : Backend::IP6Tables, {}, d);
-      if (!want) return give_up("the full program cannot be compiled");
+      if (!verifier::load_save(kube_tables(text), job.family, dp.flavor(), actual, &err))
+        return fail("the kernel's rules cannot be read by kpc's model: " + err);
+      auto want = compile_iptables(snap, job.family == IPFamily::V4 ? Backend::IPTables : Backend::IP6Tables, {}, d);
+      if (!want) return fail("the full program cannot be compiled");
       RepairOptions ro;
       ro.flavor = dp.flavor();
       ro.ensure_jumps = true;  // kube-proxy's jumps in the built-in chains are its part too
       auto rr = repair(actual, want->text, ro);
-      if (!rr.ok) return give_up("no repair: " + rr.error);
-      if (rr.stats.chains_written + rr.stats.chains_deleted + rr.stats.jumps_restored == 0) return;
-      repair_text = std::move(rr.program);
-      what = {{"chains_written", rr.stats.chains_written},
-              {"chains_deleted", rr.stats.chains_deleted},
-              {"jumps_restored", rr.stats.jumps_restored}};
+      if (!rr.ok) return fail("no repair: " + rr.error);
+      if (rr.stats.chains_written + rr.stats.chains_deleted + rr.stats.jumps_restored == 0) {
+        p.clean = true;
+      } else {
+        p.repair = std::move(rr.program);
+        what = {{"chains_written", rr.stats.chains_written},
+                {"chains_deleted", rr.stats.chains_deleted},
+                {"jumps_restored", rr.stats.jumps_restored}};
+      }
     } else {
       vn::NftState actual;
-      TableName only{nft_family(fs.family), "kube-proxy"};
+      TableName only{nft_family(job.family), "kube-proxy"};
       std::string err;
       if (!text.empty() && !read_nft_state(text, "nft-list", &actual, &err, &only))
-        return give_up("the kernel's kube-proxy table cannot be read by kpc's model: " + err);
+        return fail("the kernel's kube-proxy table cannot be read by kpc's model: " + err);
       NftOptions no;
       no.keep_state = false;
-      auto want = compile_nftables(snap, fs.family, no, d);
-      if (!want) return give_up("the full transaction cannot be compiled");
+      auto want = compile_nftables(snap, job.family, no, d);
+      if (!want) return fail("the full transaction cannot be compiled");
       // Equivalent is not drift: a partial sync leaves the chains of deleted Services in the
       // table, empty and unreferenced, for kube-proxy's deferred clean-up (nft_equiv.h).
       vn::NftState desired;
       if (vn::apply_script(desired, want->text, "full.nft").ok &&
-          compare_nft_tables(actual, desired, nft_family(fs.family), "kube-proxy").verdict != NftVerdict::NotEquivalent)
-        return;
-      auto rr = repair_nft(actual, want->text, nft_family(fs.family));
-      if (!rr.ok) return give_up("no repair: " + rr.error);
-      if (rr.transaction.empty()) return;
-      repair_text = std::move(rr.transaction);
-      what = {{"chains_rewritten", rr.stats.chains_rewritten + rr.stats.chains_recreated},
-              {"chains_created", rr.stats.chains_created},
-              {"chains_deleted", rr.stats.chains_deleted},
-              {"sets_created", rr.stats.sets_created + rr.stats.sets_recreated},
-              {"elements_added", rr.stats.elements_added},
-              {"elements_deleted", rr.stats.elements_deleted},
-              {"table_created", rr.stats.table_created}};
+          compare_nft_tables(actual, desired, nft_family(job.family), "kube-proxy").verdict != NftVerdict::NotEquivalent) {
+        p.clean = true;
+      } else {
+        auto rr = repair_nft(actual, want->text, nft_family(job.family));
+        if (!rr.ok) return fail("no repair: " + rr.error);
+        if (rr.transaction.empty()) {
+          p.clean = true;
+        } else {
+          p.repair = std::move(rr.transaction);
+          what = {{"chains_rewritten", rr.stats.chains_rewritten + rr.stats.chains_recreated},
+                  {"chains_created", rr.stats.chains_created},
+                  {"chains_deleted", rr.stats.chains_deleted},
+                  {"sets_created", rr.stats.sets_created + rr.stats.sets_recreated},
+                  {"elements_added", rr.stats.elements_added},
+                  {"elements_deleted", rr.stats.elements_deleted},
+                  {"table_created", rr.stats.table_created}};
+        }
+      }
     }
-    auto ar = dp.apply(opts.mode, fs.family, repair_text);
+    if (!p.clean) p.what = what.dump();
+    p.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return p;
+  }
+
+  FamilyState* family_state(IPFamily f) {
+    for (auto& fs : families)
+      if (fs.family == f) return &fs;
+    return nullptr;
+  }
+
+  // Called with mu held (or on the sync thread inside a sync). See SyncLoop::commit_drift.
+  DriftOutcome commit_drift_locked(FamilyState& fs, const DriftJob& job, const DriftPlan& plan) {
+    DriftOutcome o;
+    o.family = fs.family;
+    o.ms = plan.ms;
+    const bool stale = fs.generation != job.generation;
+    if (stale && !(plan.ok && plan.clean)) {
+      ++fs.drift_stale;
+      o.result = "stale";
+      return o;
+    }
+    fs.drift_due = false, fs.drift_objects.reset(), fs.drift_stale = 0;
+    auto give_up = [&](const std::string& why) {
+      fs.needs_full = true;
+      fs.needs_full_reason = "the drift check failed";
+      if (log) log(json{{"msg", "drift check failed"}, {"family", fam(fs.family)}, {"error", why}, {"next", "full sync"}}.dump());
+      o.result = "failed";
+      return o;
+    };
+    if (!plan.ok) return give_up(plan.error);
+    if (plan.clean) {
+      o.result = "clean";
+      return o;
+    }
+    ++fs.generation;
+    auto ar = dp.apply(opts.mode, fs.family, plan.repair);
     if (!ar.ok) {
-      state_write(program_name("last-failed", fs.family), repair_text);
+      state_write(program_name("last-failed", fs.family), plan.repair);
       state_write(program_name("last-failed", fs.family) + ".err", ar.error);
       return give_up("the repair was refused: " + ar.error);
     }
     ++counters.drift_repairs;
-    rep->drift_repaired = true;
-    rep->drift = what.dump();
+    o.result = "repaired";
+    o.what = plan.what;
     if (log)
-      log(json{{"msg", "drift repaired"}, {"family", fam(fs.family)}, {"repair", what}, {"bytes", repair_text.size()}}.dump());
+      log(json{{"msg", "drift repaired"}, {"family", fam(fs.family)}, {"repair", json::parse(plan.what)}, {"bytes", plan.repair.size()}}.dump());
     state_write("last-drift-repair-" + std::string(backend_kind_name(opts.mode)) + "-" + fam(fs.family) +
                     (opts.mode == BackendKind::IPTables ? ".restore" : ".nft"),
-                repair_text);
+                plan.repair);
     std::string err;
-    if (!read_held(fs, &err)) give_up("held state after the repair: " + err);
+    if (!read_held(fs, &err)) give_up("held state after the repair: " + err), o.result = "repaired";
+    return o;
   }
 
   // The rule counts kube-proxy exports: written now (the program's -A lines per table) and
@@ -541,6 +615,7 @@ struct SyncLoop::State {
   }
 
   SyncReport sync(int64_t now) {
+    std::lock_guard<std::mutex> lock(mu);
     SyncReport r;
     r.at_ms = now;
     dirty = false;
@@ -691,7 +766,81 @@ std::optional<SyncReport> SyncLoop::tick() {
 
 SyncReport SyncLoop::sync_now() { return s_->sync(s_->clock.now_ms()); }
 bool SyncLoop::pending() const { return s_->dirty; }
-const Counters& SyncLoop::counters() const { return s_->counters; }
+Counters SyncLoop::counters() const {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  return s_->counters;
+}
+
+std::vector<DriftJob> SyncLoop::take_drift_jobs() {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  std::vector<DriftJob> jobs;
+  for (auto& fs : s_->families)
+    if (fs.drift_due && fs.drift_objects && fs.drift_taken_generation != fs.generation) {
+      fs.drift_taken_generation = fs.generation;
+      jobs.push_back(DriftJob{fs.family, fs.generation, fs.drift_objects, fs.drift_stale});
+    }
+  return jobs;
+}
+
+DriftPlan SyncLoop::plan_drift(const DriftJob& job) const { return s_->plan_drift(job); }
+
+static void log_outcome(const SyncLoop::LogFn& log, const DriftOutcome& o, uint64_t generation) {
+  if (!log) return;
+  log(json{{"msg", "drift check"},
+           {"family", o.family == IPFamily::V4 ? "ipv4" : "ipv6"},
+           {"result", o.result},
+           {"drift_ms", std::round(o.ms * 100) / 100},
+           {"generation", generation}}
+          .dump());
+}
+
+DriftOutcome SyncLoop::commit_drift(const DriftJob& job, const DriftPlan& plan) {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  FamilyState* fs = s_->family_state(job.family);
+  if (!fs) return DriftOutcome{job.family, "failed", "", plan.ms};
+  ++s_->counters.drift_checks;
+  DriftOutcome o = s_->commit_drift_locked(*fs, job, plan);
+  if (o.result == "stale") --s_->counters.drift_checks;  // not a check: redone against the newer sync
+  log_outcome(s_->log, o, job.generation);
+  return o;
+}
+
+std::vector<DriftOutcome> SyncLoop::run_drift_checks() {
+  std::vector<DriftOutcome> out;
+  for (const DriftJob& job : take_drift_jobs()) {
+    if (job.stale < s_->opts.drift_max_stale) {
+      out.push_back(commit_drift(job, plan_drift(job)));
+      continue;
+    }
+    // Invalidated too often by churn: plan and commit under the lock, against the current
+    // generation (syncs wait; this happens only when the unlocked checks kept finding drift).
+    std::lock_guard<std::mutex> lock(s_->mu);
+    FamilyState* fs = s_->family_state(job.family);
+    if (!fs || !fs->drift_due || !fs->drift_objects) continue;
+    DriftJob now{fs->family, fs->generation, fs->drift_objects, fs->drift_stale};
+    ++s_->counters.drift_checks;
+    DriftOutcome o = s_->commit_drift_locked(*fs, now, s_->plan_drift(now));
+    log_outcome(s_->log, o, now.generation);
+    out.push_back(o);
+  }
+  return out;
+}
+
+void SyncLoop::wait_drift_jobs(int64_t timeout_ms) {
+  std::unique_lock<std::mutex> lock(s_->mu);
+  s_->drift_cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] {
+    if (s_->drift_wait_stopped) return true;
+    for (const auto& fs : s_->families)
+      if (fs.drift_due && fs.drift_objects && fs.drift_taken_generation != fs.generation) return true;
+    return false;
+  });
+}
+
+void SyncLoop::stop_drift_waits() {
+  std::lock_guard<std::mutex> lock(s_->mu);
+  s_->drift_wait_stopped = true;
+  s_->drift_cv.notify_all();
+}
 const LoopOptions& SyncLoop::options() const { return s_->opts; }
 
 }  // namespace kpc::applier

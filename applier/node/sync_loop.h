@@ -56,6 +56,15 @@ struct LoopOptions {
   unsigned sample_every = 10;               ///< --verify=sampled: every Nth partial sync
   std::string state_dir;                    ///< "" = keep nothing on disk
   size_t keep_verify_failures = 20;
+  /// The drift check off the sync thread: a due check is only published by the sync (the
+  /// objects that sync applied, and the family's kernel generation); a checker thread
+  /// (DriftChecker, or run_drift_checks()) reads the kernel, compiles and computes the repair
+  /// without the loop's lock, and commits under it — unless a sync came in between (below).
+  /// false: the check runs inline, right after the sync (tests, --once).
+  bool drift_thread = false;
+  /// A check invalidated this many times by syncs in between is redone under the loop's lock
+  /// (syncs wait for it): a check is never starved by churn.
+  unsigned drift_max_stale = 2;
 };
 
 /// The loop's options from a KubeProxyConfiguration: `mode` picks the back end and the
@@ -99,6 +108,33 @@ struct Counters {
   uint64_t drift_checks = 0, drift_repairs = 0;  ///< repairs = drift found and repaired
 };
 
+/// A drift check published by a sync, for a checker thread: the objects the kernel must hold
+/// (those of the family's last successful sync) and the kernel's generation then (every write
+/// of the loop to the family's kernel — sync attempt or repair — advances it).
+struct DriftJob {
+  IPFamily family = IPFamily::V4;
+  uint64_t generation = 0;
+  std::shared_ptr<const Snapshot> objects;
+  unsigned stale = 0;  ///< times this family's check was invalidated so far
+};
+/// What the unlocked part of a check found: clean (the kernel holds the full program, or an
+/// equivalent one), a repair to apply, or an error (the kernel unreadable, no repair).
+struct DriftPlan {
+  bool ok = true, clean = false;
+  std::string error, repair;  ///< repair: a restore program / nft transaction
+  std::string what;           ///< JSON: what the repair puts back
+  double ms = 0;              ///< the kernel read, the compile, the repair computation
+};
+struct DriftOutcome {
+  IPFamily family = IPFamily::V4;
+  /// clean; repaired; failed (the family's next sync is full); stale (a sync came in between
+  /// and the check found drift: the repair is not applied, the check is redone against the
+  /// newer sync).
+  std::string result;
+  std::string what;
+  double ms = 0;
+};
+
 class SyncLoop {
  public:
   using LogFn = std::function<void(const std::string& json_line)>;
@@ -130,7 +166,31 @@ class SyncLoop {
   SyncReport sync_now();
 
   bool pending() const;
-  const Counters& counters() const;
+  /// A copy (the drift checker's thread counts too).
+  Counters counters() const;
+
+  // ---- the drift check on a thread of its own (LoopOptions::drift_thread). The three steps
+  // are public so that tests interleave syncs with them; run_drift_checks() does all three.
+  /// The checks due and not yet tried at the family's current generation.
+  std::vector<DriftJob> take_drift_jobs();
+  /// Without the loop's lock: reads the kernel, compiles the full program of job.objects,
+  /// computes the smallest repair. Touches no loop state (the dataplane's read must be
+  /// callable from another thread, as KernelDataplane's is).
+  DriftPlan plan_drift(const DriftJob& job) const;
+  /// Under the loop's lock. A sync since the job (the generation moved): a clean plan still
+  /// stands (a sync only writes chains to the newer sync's full program, and a chain it did
+  /// not write has the same content in both: so "no drift" seen by the stale check holds),
+  /// a repair does not (it could put back an older program's chain): result "stale", and the
+  /// family's next job is the check against the newer sync. Otherwise the repair is applied,
+  /// counted, logged, and the held state re-read, as the inline check does.
+  DriftOutcome commit_drift(const DriftJob& job, const DriftPlan& plan);
+  /// take + plan + commit for each due family; a family stale drift_max_stale times is
+  /// planned and committed under the lock.
+  std::vector<DriftOutcome> run_drift_checks();
+  /// Blocks until a check is due (take_drift_jobs() would return one), stop_drift_waits(),
+  /// or timeout_ms.
+  void wait_drift_jobs(int64_t timeout_ms);
+  void stop_drift_waits();
   const LoopOptions& options() const;
 
  private:

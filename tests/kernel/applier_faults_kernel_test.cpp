@@ -349,17 +349,18 @@ TEST(ApplierFaults, WatchStreamCutMidEventAppliesOnlyWholeEventsAndResumes) {
   EXPECT_NE(s.find("-A INPUT -s 198.51.100.9/32 -j DROP"), std::string::npos) << s;
   EXPECT_NE(s.find("-A PREROUTING -p tcp -m tcp --dport 9999 -j USER-NAT"), std::string::npos) << s;
 
-  // Without --once the end of the stream is not the end of the applier: it logs it, keeps the
-  // rules it applied and goes on with its periodic syncs (and drift checks) until a signal; a
-  // new stream needs a new process (a supervisor restarting the kubectl | kpc-applier pipe).
+  // Without --once the end of the stream ends the applier: what arrived whole is applied, the
+  // rules are kept, and it exits 1 (a supervisor restarts the kubectl | kpc-applier pipe) rather
+  // than run on without a source behind green health checks.
   Netns b;
   write_file(dir + "/cut.json", web + api.substr(0, api.find("clusterIPs")));
-  std::string cmd = "cat " + dir + "/cut.json | '" + bin_path("kpc-applier") + "' --watch - --config " + dir +
-                    "/config.yaml --iptables legacy --family ipv4 2>" + dir + "/log & p=$!; sleep 1.5; "
-                    "kill -0 $p && echo alive; iptables-legacy-save | grep -c 10.96.20.20; kill -TERM $p; wait $p; echo rc=$?";
+  std::string cmd = "cat " + dir + "/cut.json | timeout 60 '" + bin_path("kpc-applier") + "' --watch - --config " + dir +
+                    "/config.yaml --iptables legacy --family ipv4 --metrics-bind-address '' --healthz-bind-address '' 2>" +
+                    dir + "/log; echo rc=$?; iptables-legacy-save | grep -c 10.96.20.20";
   auto r = b.exec({"sh", "-c", cmd});
-  EXPECT_NE(r.out.find("alive\n0\nrc=0"), std::string::npos) << r.out << read_file(dir + "/log");
-  EXPECT_NE(normalized_save(b).find("10.96.10.10/32"), std::string::npos);
+  EXPECT_NE(r.out.find("rc=1\n0\n"), std::string::npos) << r.out << read_file(dir + "/log");
+  EXPECT_NE(normalized_save(b).find("10.96.10.10/32"), std::string::npos) << "the rules are kept";
+  EXPECT_NE(read_file(dir + "/log").find("\"msg\":\"exiting: the watch stream ended\""), std::string::npos);
   EXPECT_NE(read_file(dir + "/log").find("watch stream ended"), std::string::npos);
 }
 

@@ -92,6 +92,8 @@ std::vector<FixtureCase> discover_fixtures() {
         if (s["sync"]) step.sync = s["sync"].as<std::string>();
         if (s["forcedFullSync"]) step.forced_full = s["forcedFullSync"].as<bool>();
         if (s["expectRestoreFailure"]) step.expect_restore_failure = s["expectRestoreFailure"].as<bool>();
+        for (const auto& r : s["injectBefore"])
+          step.inject_before.emplace_back(r["table"].as<std::string>(), r["rule"].as<std::string>());
         if (s["lastIPTablesCleanupAge"]) step.since_last_cleanup = s["lastIPTablesCleanupAge"].as<std::string>();
         c.steps.push_back(std::move(step));
       }

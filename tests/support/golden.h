@@ -18,6 +18,8 @@ struct FixtureStep {
   std::string sync = "full";           ///< kube-proxy's sync kind at this step (full/partial)
   bool forced_full = false;            ///< kube-proxy was forced to sync fully (retry, forceSyncProxyRules)
   bool expect_restore_failure = false; ///< the test injects kernel state that makes this restore fail
+  /// Rules the test appends to the kernel before this step's sync (injectBefore): table, rule.
+  std::vector<std::pair<std::string, std::string>> inject_before;
   std::string since_last_cleanup;      ///< Go duration, when the test pins the last stale-chain cleanup
 };
 

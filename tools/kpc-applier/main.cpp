@@ -17,6 +17,8 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <thread>
+#include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -68,11 +70,13 @@ Examples:
   kpc-applier --cleanup                                remove kube-proxy's rules (KEP-2448: only on request)
 
 Exit codes: 0 ok (--once: the sync applied; --cleanup: everything removed); 1 a sync failed
-(--once) or --cleanup could not remove something; 2 usage, configuration or snapshot error.
+(--once), --cleanup could not remove something, or the --watch - stream ended without --once
+(the rules are kept: restart the pipe); 2 usage, configuration or snapshot error.
 Logs: one JSON line per sync on stderr (kind, services changed, bytes, compile/verify/apply ms, verdict).
 Metrics (Prometheus, kube-proxy's names) on --metrics-bind-address /metrics; kube-proxy's /healthz
 and /livez on --healthz-bind-address (neither with --once).
-Not in this increment: drift repair every syncPeriod, IPVS.
+Drift: every syncPeriod the kernel is compared with the last sync's full program on a thread of
+its own, and the smallest repair applied (docs/applier.md). Not in this increment: IPVS.
 )";
 
 }  // namespace
@@ -217,6 +221,9 @@ int main(int argc, char** argv) {
     // What "in-process" covers: nftables only (docs/applier.md "In-process apply": libiptc does not pay).
     log_line(nlohmann::json{{"msg", "apply with"}, {"nftables", "libnftables (in-process)"},
                             {"iptables", "the tools (iptables-restore)"}}.dump());
+  // The periodic drift check runs on a thread of its own (slow at 10,000 Services: a kernel
+  // read and a full compile); syncs are not delayed by it (sync_loop.h, drift_thread).
+  lo->drift_thread = !once;
   KernelDataplane dp(tools);
   SteadyClock clock;
   SyncLoop loop(*lo, clock, dp, log_line);
@@ -303,6 +310,27 @@ int main(int argc, char** argv) {
   signal(SIGTERM, on_signal);
   signal(SIGINT, on_signal);
 
+  std::thread drift_checker;
+  std::atomic<bool> drift_stop{false};
+  if (lo->drift_thread)
+    drift_checker = std::thread([&] {
+      while (!drift_stop) {
+        loop.wait_drift_jobs(1000);
+        for (const auto& o : loop.run_drift_checks())
+          if (o.result == "repaired") metrics.drift_repaired();
+      }
+    });
+  struct Joiner {
+    SyncLoop& loop;
+    std::thread& t;
+    std::atomic<bool>& stop;
+    ~Joiner() {
+      stop = true;
+      loop.stop_drift_waits();
+      if (t.joinable()) t.join();
+    }
+  } join_drift_checker{loop, drift_checker, drift_stop};
+
   // ---- --watch PATH --once / the stdin stream
   if (!api && watch != "-" && once) return loop.sync_now().ok ? 0 : 1;
 
@@ -372,6 +400,17 @@ int main(int argc, char** argv) {
         break;
       }
       if (!stdin_open && once) return loop.sync_now().ok ? 0 : 1;
+      if (!stdin_open) {
+        // The stream cannot be reopened, and an applier that goes on without a source would
+        // keep green health checks over rules that silently age. So: apply what arrived whole,
+        // keep the rules (KEP-2448: nothing is removed), exit 1 for the supervisor to restart
+        // the `kubectl … | kpc-applier --watch -` pipe (whose first sync is full).
+        bool ok = on_sync(loop.sync_now());
+        log_line(nlohmann::json{{"msg", "exiting: the watch stream ended"}, {"rules", "kept"}, {"last_sync_ok", ok},
+                                {"exit_code", 1}}
+                     .dump());
+        return 1;
+      }
     }
     if (!ready && any_input && now >= last_input + debounce_ms) ready = true;
     if (reload_at >= 0 && now >= reload_at) {
