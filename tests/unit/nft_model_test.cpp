@@ -506,5 +506,22 @@ TEST(NftModel, AFailedBatchThatDeletesATableStillConsumesItsHandles) {
   EXPECT_EQ(s.tables[0].find_chain("c")->rules.back().handle, 7u);
 }
 
+// Long differential, seed 4242 pair 3744: a chain whose own rule's anonymous vmap goes to the
+// chain itself cannot be deleted (EBUSY); the real nft 1.0.6 on this kernel says so at the line.
+TEST(NftModel, AChainItsOwnAnonymousVmapGoesToIsBusy) {
+  NftState s;
+  ASSERT_TRUE(apply_script(s, "add table ip t\nadd chain ip t r\nadd chain ip t c\n", "state.nft").ok);
+  ApplyResult r = apply_script(s,
+                               "add rule ip t c numgen random mod 2 vmap { 0 : goto r , 1 : goto c }\n"
+                               "delete chain ip t c\n",
+                               "tx.nft");
+  ASSERT_FALSE(r.ok);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(), "tx.nft:2:19-19: Error: Could not process rule: Device or resource busy");
+  // Without the self-reference the same deletion goes through.
+  ASSERT_TRUE(apply_script(s, "add rule ip t c numgen random mod 2 vmap { 0 : goto r , 1 : goto r }\ndelete chain ip t c\n",
+                           "ok.nft").ok);
+}
+
 }  // namespace
 }  // namespace kpc::verifier::nft
