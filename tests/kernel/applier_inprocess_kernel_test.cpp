@@ -8,6 +8,8 @@
 // itself, in-process, converges on a watched directory.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include <regex>
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
@@ -222,6 +224,15 @@ TEST(ApplierInProcess, RejectedTransactionsLeaveTheKernelAndReportTheToolsError)
   }
 }
 
+// kube-proxy's nftables proxier flushes the chains of a gone endpoint or Service at once but
+// deletes them only at a later sync (a chain a vmap element still names cannot go in the same
+// transaction as the element): until then the node holds them empty, nothing referring to them.
+// A fresh full load has no such chain.
+std::string without_stale_chains(const std::string& listing) {
+  static const std::regex empty_chain(R"(\n\tchain [^\n{}]+ \{\n\t\}\n)");
+  return std::regex_replace(listing, empty_chain, "\n");
+}
+
 bool wait_until(const std::function<bool()>& ok, int ms) {
   for (int i = 0; i < ms / 100; ++i) {
     if (ok()) return true;
@@ -240,7 +251,17 @@ TEST(ApplierInProcess, ApplierConvergesOnAWatchedDirectory) {
   ASSERT_TRUE(add_foreign_rules(a, /*nft_table=*/true, &error)) << error;
   testgen::GenOptions go;
   go.max_services = 6;
-  testgen::GeneratedCluster gen = make_compilable(testgen::sample_cluster(221, 30, go));
+  // The first seed from 221 whose cluster has Services with endpoints (some draw none, and
+  // then no change could reach the kernel: the test would pass without a partial sync).
+  testgen::GeneratedCluster gen;
+  size_t with_endpoints = 0;
+  for (uint64_t seed = 221; seed < 421 && (gen.services.size() < 2 || with_endpoints < 1); ++seed) {
+    gen = make_compilable(testgen::sample_cluster(seed, 50, go));
+    with_endpoints = 0;
+    for (const auto& sl : gen.slices) with_endpoints += sl.endpoints.size() > 1;
+  }
+  ASSERT_GE(gen.services.size(), 2u);
+  ASSERT_GE(with_endpoints, 1u);
   gen.config->mode = "nftables";
   const std::string dir = temp_dir("applier-inproc-cluster");
   auto write = [&] {
@@ -266,11 +287,13 @@ TEST(ApplierInProcess, ApplierConvergesOnAWatchedDirectory) {
       std::string got = a.exec({"nft", "list", "ruleset"}).out;
       // The foreign table is the one difference the fresh namespace does not have.
       return got.find("table inet mine") != std::string::npos &&
-             normalized_nft_listing(a.exec({"nft", "list", "table", "ip", "kube-proxy"}).out) ==
+             normalized_nft_listing(without_stale_chains(a.exec({"nft", "list", "table", "ip", "kube-proxy"}).out)) ==
                  normalized_nft_listing(fresh.exec({"nft", "list", "table", "ip", "kube-proxy"}).out) &&
-             normalized_nft_listing(a.exec({"nft", "list", "table", "ip6", "kube-proxy"}).out) ==
+             normalized_nft_listing(without_stale_chains(a.exec({"nft", "list", "table", "ip6", "kube-proxy"}).out)) ==
                  normalized_nft_listing(fresh.exec({"nft", "list", "table", "ip6", "kube-proxy"}).out);
-    }, 20000);
+    }, 20000) || (ADD_FAILURE() << "kernel:\n" << a.exec({"nft", "list", "ruleset"}).out << "expected:\n"
+                                   << fresh.exec({"nft", "list", "ruleset"}).out,
+                   false);
   };
   const std::string state = temp_dir("applier-inproc-state");
   std::string cmd = "echo $$ > " + state + "/applier.pid; exec " + bin_path("kpc-applier") + " --watch " + dir +
