@@ -198,13 +198,15 @@ CrossResult compare(const ConcreteFrontend& fa, const ConcreteFrontend& fb, cons
     }
 
     if (same(da, db)) continue;
-    Cell c{p, std::move(da), std::move(db), svc, "", false};
+    Cell c{p, std::move(da), std::move(db), svc, {}, false};
     DiffContext ctx{c.packet, c.a, c.b, facts_a, facts_b, r.backend_a, r.backend_b};
-    if (const KnownDifference* k = classify(ctx)) {
-      c.known = k->id;
+    if (auto ks = classify(ctx); !ks.empty()) {
       ++sum.known;
-      ++sum.by_known[k->id];
-      ++r.known_counts[k->id];
+      for (const auto* k : ks) {
+        c.known.push_back(k->id);
+        ++sum.by_known[k->id];
+        ++r.known_counts[k->id];
+      }
     } else {
       c.undecided = !c.a.decided() || !c.b.decided();
       ++sum.surprises;
@@ -214,7 +216,7 @@ CrossResult compare(const ConcreteFrontend& fa, const ConcreteFrontend& fb, cons
     r.differences.push_back(std::move(c));
   }
   for (size_t i = 0; i < r.differences.size(); ++i)
-    if (!r.differences[i].known.empty()) r.known_example.emplace(r.differences[i].known, i);
+    for (const auto& k : r.differences[i].known) r.known_example.emplace(k, i);
   return r;
 }
 

@@ -33,7 +33,7 @@ struct Cell {
   Packet packet;
   Distribution a, b;
   std::string service;  ///< "ns/name:port", or "(no service)"
-  std::string known;    ///< the known difference's id; "" a surprise
+  std::vector<std::string> known;  ///< the known differences' ids; empty: a surprise
   bool undecided = false;  ///< a side could not decide (Unknown): counted as a surprise
 };
 

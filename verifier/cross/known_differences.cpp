@@ -90,6 +90,30 @@ bool numgen_shares(const DiffContext& c) {
   return true;
 }
 
+// nftables mode always masquerades `fully-random`; iptables mode only when the node's
+// iptables supports --random-fully. Removed from the nft side when iptables lacks it.
+bool masquerade_fully_random(Distribution* ipt, Distribution* nft, const Facts&, const Facts&) {
+  auto has = [](const Distribution& d) {
+    return std::any_of(d.shares.begin(), d.shares.end(),
+                       [](const Share& s) { return s.outcome.options.find("masquerade fully-random") != std::string::npos; });
+  };
+  if (has(*ipt) || !has(*nft)) return false;
+  Distribution out;
+  out.services = nft->services;
+  for (auto sh : nft->shares) {
+    std::string& o = sh.outcome.options;
+    size_t i = o.find("masquerade fully-random");
+    if (i != std::string::npos) {
+      o.erase(i, std::string("masquerade fully-random").size());
+      while (!o.empty() && (o.back() == ' ' || o.back() == ';')) o.pop_back();
+      while (!o.empty() && (o.front() == ' ' || o.front() == ';')) o.erase(0, 1);
+    }
+    out.add(sh.outcome, sh.probability);
+  }
+  *nft = std::move(out);
+  return true;
+}
+
 }  // namespace
 
 const std::vector<KnownDifference>& known_differences() {
@@ -124,14 +148,31 @@ const std::vector<KnownDifference>& known_differences() {
        "kube-proxy: pkg/proxy/iptables/proxier.go (computeProbability, %0.10f); nft(8) numgen; "
        "kernel xt_statistic (31-bit threshold)",
        numgen_shares},
+      {"masquerade-fully-random",
+       "masquerading: nftables mode always uses fully-random ports; iptables only where iptables has --random-fully",
+       "kube-proxy: pkg/proxy/nftables/proxier.go (\"masquerade fully-random\"); pkg/proxy/iptables/proxier.go "
+       "(HasRandomFully)",
+       nullptr, masquerade_fully_random},
   };
   return list;
 }
 
-const KnownDifference* classify(const DiffContext& c) {
+std::vector<const KnownDifference*> classify(const DiffContext& c) {
+  std::vector<const KnownDifference*> out;
+  bool ipt_first = c.backend_a == "iptables" && c.backend_b == "nftables";
+  if (!ipt_first && !(c.backend_a == "nftables" && c.backend_b == "iptables")) return out;
+  Distribution ipt = ipt_first ? c.a : c.b, nft = ipt_first ? c.b : c.a;
+  const Facts &fi = ipt_first ? c.facts_a : c.facts_b, &fn = ipt_first ? c.facts_b : c.facts_a;
   for (const auto& k : known_differences())
-    if (k.holds(c)) return &k;
-  return nullptr;
+    if (k.normalise && k.normalise(&ipt, &nft, fi, fn)) out.push_back(&k);
+  if (!out.empty() && same(ipt, nft)) return out;
+  DiffContext n{c.packet, ipt_first ? ipt : nft, ipt_first ? nft : ipt, c.facts_a, c.facts_b, c.backend_a, c.backend_b};
+  for (const auto& k : known_differences())
+    if (k.holds && k.holds(n)) {
+      out.push_back(&k);
+      return out;
+    }
+  return {};
 }
 
 }  // namespace kpc::verifier::cross

@@ -32,13 +32,18 @@ struct KnownDifference {
   std::string source;       ///< kube-proxy doc / code where it is documented
   /// True when the cell's difference is exactly this documented one. Only asked for cells
   /// whose distributions differ.
-  bool (*holds)(const DiffContext&);
+  bool (*holds)(const DiffContext&) = nullptr;
+  /// A difference in one field only (e.g. an option) is removed instead: returns true when it
+  /// changed either side (the iptables side first, the nftables side second). The cell is then
+  /// compared again, and other known differences may explain the rest.
+  bool (*normalise)(Distribution* ipt, Distribution* nft, const Facts& ipt_facts, const Facts& nft_facts) = nullptr;
 };
 
 /// Every known difference, in the order they are tried (the first that holds names the cell).
 const std::vector<KnownDifference>& known_differences();
 
-/// The known difference that explains the cell, or nullptr (a surprise).
-const KnownDifference* classify(const DiffContext& c);
+/// The known differences that together explain the cell (normalising ones first, then at most
+/// one predicate), or empty: a surprise.
+std::vector<const KnownDifference*> classify(const DiffContext& c);
 
 }  // namespace kpc::verifier::cross

@@ -14,11 +14,16 @@ const char* const kCoverageNote =
 
 namespace {
 
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : "+") + x;
+  return s;
+}
+
 std::string family_word(IPFamily f) { return f == IPFamily::V4 ? "IPv4" : "IPv6"; }
 
 std::string counts_line(const CrossResult& r) {
-  size_t known = 0;
-  for (const auto& [id, n] : r.known_counts) known += n;
+  size_t known = r.differences.size() - r.surprises;
   std::string s = std::to_string(r.packets) + " packets traced by both; " + std::to_string(r.differences.size()) +
                   " differ: " + std::to_string(known) + " known";
   if (!r.known_counts.empty()) {
@@ -115,7 +120,7 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
       bool show = c.known.empty() ? (o.verbose || shown < o.max_examples) : o.verbose;
       if (!show) continue;
       if (c.known.empty()) ++shown;
-      out += c.known.empty() ? (c.undecided ? "    undecided: " : "    NOT KNOWN: ") : "    known " + c.known + ": ";
+      out += c.known.empty() ? (c.undecided ? "    undecided: " : "    NOT KNOWN: ") : "    known " + join(c.known) + ": ";
       out += c.packet.text() + "\n";
       out += "      " + r.backend_a + ": " + c.a.text() + "\n";
       out += "      " + r.backend_b + ": " + c.b.text() + "\n";
@@ -203,7 +208,7 @@ nlohmann::ordered_json cross_json(const CrossResult& r, const ReportOptions& o) 
     if (!c.known.empty() && !o.verbose) continue;
     nlohmann::ordered_json d;
     d["service"] = c.service;
-    d["known"] = c.known.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.known);
+    d["known"] = c.known;
     d["undecided"] = c.undecided;
     d["packet"] = packet_json(c.packet);
     d["a"] = dist_json(c.a);
