@@ -188,7 +188,8 @@ int run_diff_cross(const CrossDiffRequest& r) {
   ro.verbose = r.verbose;
   if (r.format == "json") {
     auto doc = json_document("diff-cross");
-    for (auto& [k, v] : cross::cross_json(res, ro).items()) doc[k] = v;
+    nlohmann::ordered_json body = cross::cross_json(res, ro);  // kept alive while its items are read
+    for (auto& [k, v] : body.items()) doc[k] = v;
     doc["numgen"] = r.kernel_numgen ? "kernel" : "nominal";
     nlohmann::ordered_json la = nlohmann::ordered_json::array();
     for (const auto& x : local) la.push_back(x.str());
