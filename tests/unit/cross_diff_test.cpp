@@ -118,6 +118,34 @@ TEST(CrossKnown, LocalhostNodePorts) {
   c.ipt_facts.localhost_nodeports = true;
   c.packet.dest_kind = cross::DestKind::NodePort;  // not a localhost packet
   EXPECT_EQ(c.ids(), Ids{});
+  // A NodePort without endpoints: iptables' filter reject matches 127.0.0.1 (--dst-type LOCAL).
+  c.packet.dest_kind = cross::DestKind::LocalhostNodePort;
+  c.ipt_facts.localhost_nodeports = false;
+  c.ipt = dist({out(Verdict::Reject)});
+  EXPECT_EQ(c.ids(), Ids{"localhost-nodeports"});
+  c.nft = dist({out(Verdict::Reject)});  // nftables rejecting it too would be a different change
+  c.ipt = dist({out(Verdict::Drop)});
+  EXPECT_EQ(c.ids(), Ids{});
+}
+
+TEST(CrossKnown, NoEndpointsExternalFromNode) {
+  Case c{packet("1.2.3.4", 80, cross::DestKind::Service), dist({out(Verdict::Accept, "output")}),
+         dist({out(Verdict::Reject)}), {}, {}};
+  c.packet.source_kind = cross::SourceKind::Node;
+  EXPECT_EQ(c.ids(), Ids{"no-endpoints-external-from-node"});
+  c.packet.source_kind = cross::SourceKind::External;  // arriving traffic is rejected by both modes
+  EXPECT_EQ(c.ids(), Ids{});
+  c.packet.source_kind = cross::SourceKind::Node;
+  c.ipt = dist({out(Verdict::Accept, "output", "10.244.1.5:80")});  // iptables served it: not this
+  EXPECT_EQ(c.ids(), Ids{});
+}
+
+TEST(CrossKnown, FirewallWithoutEndpoints) {
+  Case c{packet("198.51.100.2", 1, cross::DestKind::Service), dist({out(Verdict::Reject)}), dist({out(Verdict::Drop)}), {},
+         {}};
+  EXPECT_EQ(c.ids(), Ids{"firewall-without-endpoints"});
+  std::swap(c.ipt, c.nft);  // iptables dropping where nftables rejects is another matter
+  EXPECT_EQ(c.ids(), Ids{});
 }
 
 TEST(CrossKnown, InvalidConntrackDrop) {

@@ -46,11 +46,34 @@ bool nodeport_addresses(const DiffContext& c) {
   return s.ipt->decided() && !untranslated_accept(*s.ipt) && untranslated_accept(*s.nft);
 }
 
+// iptables serves NodePorts on 127.0.0.1 when localhost NodePorts are on (DNAT), and its filter
+// rejects for NodePorts without endpoints match `--dst-type LOCAL`, 127.0.0.1 included, either
+// way; nftables excludes 127.0.0.0/8 from both.
 bool localhost_nodeports(const DiffContext& c) {
   Sides s;
   if (!sides(c, &s) || c.packet.dest_kind != DestKind::LocalhostNodePort) return false;
-  return s.ipt_facts->localhost_nodeports && s.ipt->decided() && !untranslated_accept(*s.ipt) &&
-         untranslated_accept(*s.nft);
+  if (!s.ipt->decided() || !untranslated_accept(*s.nft)) return false;
+  return (s.ipt_facts->localhost_nodeports && any_dnat(*s.ipt)) || all(*s.ipt, Verdict::Reject) ||
+         all(*s.ipt, Verdict::Drop);
+}
+
+// A Service without endpoints reached from the node itself on an external IP, load-balancer IP
+// or NodePort: nftables rejects it in filter-output (service-endpoints-check); iptables jumps to
+// KUBE-EXTERNAL-SERVICES from INPUT and FORWARD only, so the packet leaves untouched.
+bool no_endpoints_external_from_node(const DiffContext& c) {
+  Sides s;
+  if (!sides(c, &s) || c.packet.source_kind != SourceKind::Node) return false;
+  if (c.packet.dest_kind != DestKind::Service && c.packet.dest_kind != DestKind::NodePort) return false;
+  return (all(*s.nft, Verdict::Reject) || all(*s.nft, Verdict::Drop)) && untranslated_accept(*s.ipt);
+}
+
+// A load-balancer IP with loadBalancerSourceRanges, a Service without endpoints, a source outside
+// the ranges: nftables' firewall-check (prerouting, before DNAT) drops it whatever the endpoints;
+// iptables writes its firewall only for a Service with endpoints, so the no-endpoints REJECT answers.
+bool firewall_without_endpoints(const DiffContext& c) {
+  Sides s;
+  if (!sides(c, &s) || c.packet.dest_kind != DestKind::Service) return false;
+  return all(*s.ipt, Verdict::Reject) && all(*s.nft, Verdict::Drop);
 }
 
 bool invalid_drop(const DiffContext& c) {
@@ -125,10 +148,23 @@ const std::vector<KnownDifference>& known_differences() {
        "(nodePortAddresses default \"primary\" in nftables mode)",
        nodeport_addresses},
       {"localhost-nodeports",
-       "NodePorts on 127.0.0.1: iptables (route_localnet) serves them; nftables mode never does",
+       "NodePorts on 127.0.0.1: iptables serves them (route_localnet) or rejects them when they have no "
+       "endpoints; nftables mode never treats 127.0.0.1 as a NodePort address",
        "kube-proxy: pkg/proxy/nftables/README.md (localhost NodePorts); iptables proxier "
        "localhostNodePorts / --iptables-localhost-nodeports",
        localhost_nodeports},
+      {"no-endpoints-external-from-node",
+       "a Service without endpoints, from the node itself to an external/LB IP or NodePort: nftables rejects; "
+       "iptables lets it out (KUBE-EXTERNAL-SERVICES is jumped to from INPUT and FORWARD only)",
+       "kube-proxy: pkg/proxy/iptables/proxier.go (iptablesJumpChains: KUBE-EXTERNAL-SERVICES from INPUT, "
+       "FORWARD); pkg/proxy/nftables/proxier.go (service-endpoints-check from filter-output)",
+       no_endpoints_external_from_node},
+      {"firewall-without-endpoints",
+       "loadBalancerSourceRanges of a Service without endpoints: nftables drops a source outside the ranges; "
+       "iptables has no firewall then and rejects it (no endpoints)",
+       "kube-proxy: pkg/proxy/iptables/proxier.go (usesFWChain := hasEndpoints && ...); "
+       "pkg/proxy/nftables/proxier.go (firewall-ips whenever there are source ranges)",
+       firewall_without_endpoints},
       {"invalid-ct-drop",
        "conntrack INVALID packets: iptables drops them (KUBE-FORWARD, the conntrack workaround); nftables does not",
        "kube-proxy: pkg/proxy/iptables/proxier.go (KUBE-FORWARD ctstate INVALID DROP, skipped with "
