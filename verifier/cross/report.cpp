@@ -205,7 +205,6 @@ nlohmann::ordered_json cross_json(const CrossResult& r, const ReportOptions& o) 
   j["services"] = services;
   nlohmann::ordered_json diffs = nlohmann::ordered_json::array();
   for (const auto& c : r.differences) {
-    if (!c.known.empty() && !o.verbose) continue;
     nlohmann::ordered_json d;
     d["service"] = c.service;
     d["known"] = c.known;
