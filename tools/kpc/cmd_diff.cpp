@@ -171,8 +171,13 @@ void add_diff(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"text", "json", "markdown"}))
       ->capture_default_str();
   add_ipsets_option(cmd, o->ipsets);
+  // One value per occurrence (repeat it for several): NEW is optional, so a list would swallow it.
   cmd->add_option("--local-address", o->local_addresses,
-                  "the node's addresses (default: the snapshots' node addresses, else one address no rule names)");
+                  "the node's addresses, one per --local-address (default: the snapshots' node addresses, else one "
+                  "address no rule names)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   cmd->add_option("--jumps", o->jumps,
                   "add kube-proxy's jumps from the built-in chains: auto (when a side has none), yes, no")
       ->check(CLI::IsMember({"auto", "yes", "no"}))

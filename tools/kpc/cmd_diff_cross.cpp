@@ -157,7 +157,8 @@ int run_diff_cross(const CrossDiffRequest& r) {
     return kExitError;
   }
   bool ok_a = load_side(r.a, r.from_backend, "iptables", r, family, &a);
-  bool ok_b = load_side(b_path, r.to_backend, "nftables", r, family, &b);
+  // One snapshot compiled twice: its errors are reported once.
+  bool ok_b = (r.b.empty() && !ok_a) ? false : load_side(b_path, r.to_backend, "nftables", r, family, &b);
   if (!ok_a || !ok_b) return kExitError;
 
   std::vector<IPAddr> derived = a.node_addresses;
