@@ -153,7 +153,7 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
 std::string cross_markdown(const CrossResult& r, const ReportOptions& o) {
   std::string out = "### kpc diff `" + o.name_a + "` (" + r.backend_a + ") → `" + o.name_b + "` (" + r.backend_b +
                     "), " + family_word(r.family) + "\n\n";
-  out += counts_line(r) + ".\n\n";
+  out += counts_line(r) + " (representative packets per destination, not a per-class proof).\n\n";
   out += r.surprises == 0 ? "**Every difference is a documented difference between kube-proxy's modes.**\n\n"
                           : "**Differences that are not documented between the modes: read them.**\n\n";
   out += "| Service | packets | not known | known |\n|---|---:|---:|---|\n";
