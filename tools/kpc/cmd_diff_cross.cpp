@@ -25,10 +25,11 @@ namespace {
 
 namespace cross = verifier::cross;
 
-// The first bytes of a regular file (enough to tell an nft file from the rest).
+// The first bytes of a regular file (enough to tell an nft file from the rest). Never reads a
+// pipe or stdin: that would consume the side (a piped nft side needs --from/--to-backend).
 std::string head_of(const std::string& path) {
   std::error_code ec;
-  if (path == "-" || std::filesystem::is_directory(path, ec)) return "";
+  if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return "";
   std::ifstream f(path, std::ios::binary);
   std::string s(8192, '\0');
   f.read(s.data(), static_cast<std::streamsize>(s.size()));
@@ -63,7 +64,8 @@ bool load_nft_text(std::string_view text, const std::string& name, Side* s) {
 }
 
 // A snapshot compiled with the nftables back end (a full sync on a fresh node).
-bool compile_nft(const std::string& path, const CrossDiffRequest& r, IPFamily family, Side* s) {
+bool compile_nft(const std::string& path, const CrossDiffRequest& r, IPFamily family, Side* s,
+                 std::string_view text = {}) {
   SourceManager sm;
   DiagSink diags;
   Snapshot snap;
@@ -75,13 +77,7 @@ bool compile_nft(const std::string& path, const CrossDiffRequest& r, IPFamily fa
   if (std::filesystem::is_directory(path, ec)) {
     ok = load_snapshot({path}, lo, sm, &snap, diags);
   } else {
-    InputText in;
-    InputError ie;
-    if (!in.load(path, r.max_input_size, &ie)) {
-      print_input_error(ie);
-      return false;
-    }
-    ok = load_snapshot_text({{path, std::string(in.view())}}, lo, sm, &snap, diags);
+    ok = load_snapshot_text({{path, std::string(text)}}, lo, sm, &snap, diags);
   }
   std::optional<std::string> program;
   if (ok) program = compile_program(snap, Target{BackendKind::NFTables, family}, "1.35", diags);
@@ -104,20 +100,21 @@ bool load_side(const std::string& path, const std::string& forced, const std::st
   bool nft_file = !head.empty() && looks_like_nft(head), ipt_file = !head.empty() && looks_like_rules(head);
   s->backend = !forced.empty() ? forced : nft_file ? "nftables" : ipt_file ? "iptables" : dflt;
   if (s->backend == "nftables") {
-    if (nft_file || path == "-") {
-      InputText in;
-      InputError ie;
-      if (!in.load(path, r.max_input_size, &ie)) {
-        print_input_error(ie);
-        return false;
-      }
-      return load_nft_text(in.view(), path, s);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) return compile_nft(path, r, family, s);
+    // A file or a pipe: read once, then told apart by its content.
+    InputText in;
+    InputError ie;
+    if (!in.load(path, r.max_input_size, &ie)) {
+      print_input_error(ie);
+      return false;
     }
-    if (ipt_file) {
+    if (looks_like_nft(in.view())) return load_nft_text(in.view(), path, s);
+    if (looks_like_rules(in.view())) {
       print_error("kpc diff: " + path + ": an iptables rule file, but --backend nftables asked for this side");
       return false;
     }
-    return compile_nft(path, r, family, s);
+    return compile_nft(path, r, family, s, in.view());
   }
   if (nft_file) {
     print_error("kpc diff: " + path + ": an nft file, but --backend iptables asked for this side");
