@@ -113,7 +113,6 @@ struct Tracer::Impl {
   bool v4;
   // Parsed elements of sets, by set (interval sets and sets read by a scan).
   std::unordered_map<const nft::Set*, std::vector<std::optional<std::vector<Range>>>> ranges;
-  std::unordered_map<const nft::Table*, std::set<std::string>> dynsets;
 
   Impl(Tracer& tr, const Packet& p) : t(tr), pkt(p), v4(p.dst.family == IPFamily::V4) {}
 
@@ -121,17 +120,20 @@ struct Tracer::Impl {
 
   std::vector<Stage> hook_stages(Hook h, bool loopback) const {
     std::vector<Stage> out;
-    for (const auto& tb : t.state_.tables) {
-      if (!family_sees(tb.family, pkt.dst.family)) continue;
-      for (const auto& c : tb.chains) {
-        if (c.removed || !c.base || c.hook != hook_name(h)) continue;
-        Stage s;
-        s.hook = h;
-        s.table = &tb;
-        s.chain = &c;
-        s.loopback = loopback;
-        out.push_back(s);
-      }
+    if (!t.base_chains_read_) {
+      for (const auto& tb : t.state_.tables)
+        for (const auto& c : tb.chains)
+          if (!c.removed && c.base) t.base_chains_.push_back({&tb, &c});
+      t.base_chains_read_ = true;
+    }
+    for (const auto& [tb, c] : t.base_chains_) {
+      if (!family_sees(tb->family, pkt.dst.family) || c->hook != hook_name(h)) continue;
+      Stage s;
+      s.hook = h;
+      s.table = tb;
+      s.chain = c;
+      s.loopback = loopback;
+      out.push_back(s);
     }
     std::stable_sort(out.begin(), out.end(),
                      [](const Stage& a, const Stage& b) { return a.chain->priority < b.chain->priority; });
@@ -352,13 +354,13 @@ struct Tracer::Impl {
   bool is_dynamic(const Exec& e, const nft::Set& s) {
     if (s.has_flag("dynamic")) return true;
     const nft::Table* tb = e.plan[e.stage].table;
-    auto it = dynsets.find(tb);
-    if (it == dynsets.end()) {
+    auto it = t.dynsets_.find(tb);
+    if (it == t.dynsets_.end()) {
       std::set<std::string> names;
       for (const auto& c : tb->chains)
         for (const auto& r : c.rules)
           for (const auto& n : r.refs.dynset) names.insert(n);
-      it = dynsets.emplace(tb, std::move(names)).first;
+      it = t.dynsets_.emplace(tb, std::move(names)).first;
     }
     return it->second.count(s.name) > 0;
   }

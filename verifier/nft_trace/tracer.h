@@ -34,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -136,6 +137,12 @@ class Tracer {
   const nft::NftState& state_;
   TraceOptions options_;
   std::map<const nft::Rule*, RuleModel> rules_;
+  /// The state's base chains in table and creation order (read once: a 10,000-Service table has
+  /// 30,000 regular chains, and every packet asks for the base chains of up to four hooks).
+  std::vector<std::pair<const nft::Table*, const nft::Chain*>> base_chains_;
+  bool base_chains_read_ = false;
+  /// Per table, the sets a rule updates (read once, for the same reason).
+  std::map<const nft::Table*, std::set<std::string>> dynsets_;
   friend struct Impl;
 };
 
