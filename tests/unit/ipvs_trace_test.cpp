@@ -317,7 +317,7 @@ TEST(IpvsTraceLoad, BadFilesAreLocated) {
   t.ipset = std::string(kIpset) + "bogus line\n";
   EXPECT_FALSE(it::load_program_set(t, std::nullopt, &s, &e));
   EXPECT_EQ(e.file, "ipset.rules");
-  EXPECT_EQ(e.line, 28u);
+  EXPECT_EQ(e.line, 25u);
   t = texts();
   t.iptables = "*nat\n-A NOPE -j ACCEPT\nCOMMIT\n";
   EXPECT_FALSE(it::load_program_set(t, std::nullopt, &s, &e));

@@ -266,6 +266,8 @@ int run_trace_ipvs(const IpvsTraceRequest& o) {
     return bad(std::string("--src/--dst must be ") + family_name(set.family) + " addresses for this program set");
   if (topt.local_addresses.empty()) {
     if (!node_addresses.empty()) {
+      std::sort(node_addresses.begin(), node_addresses.end());
+      node_addresses.erase(std::unique(node_addresses.begin(), node_addresses.end()), node_addresses.end());
       for (const auto& a : node_addresses) notes.push_back("local address " + a.str() + ": the snapshot's Node");
       topt.local_addresses = node_addresses;
     }

@@ -141,6 +141,7 @@ int ProgramSet::sysctl(const std::string& name) const {
 }
 
 bool load_program_set(const ProgramTexts& texts, std::optional<IPFamily> family, ProgramSet* out, LoadError* err) {
+  *out = ProgramSet{};
   std::string error;
   if (!ipvs::parse_save(texts.ipvs, &out->ipvs, &error)) {
     *err = located(texts.ipvs_name, error);
