@@ -136,14 +136,15 @@ bool read_file(const std::string& path, uint64_t limit, std::string* out) {
   return true;
 }
 
-// The program set: the files of DIR (or beside ipvs.rules), or a snapshot compiled first.
-bool load(const IpvsTraceRequest& r, IPFamily family, it::ProgramSet* set, std::vector<IPAddr>* node_addresses,
-          std::vector<std::string>* notes) {
+}  // namespace
+
+bool load_ipvs_program_set(const IpvsLoadRequest& r, IPFamily family, verifier::ipvs_trace::ProgramSet* set,
+                           std::vector<IPAddr>* node_addresses, std::vector<std::string>* notes) {
   namespace fs = std::filesystem;
   it::ProgramTexts texts;
-  if (looks_like_ipvs_program_set(r.rules)) {
+  if (looks_like_ipvs_program_set(r.path)) {
     std::error_code ec;
-    fs::path dir = fs::is_directory(r.rules, ec) ? fs::path(r.rules) : fs::path(r.rules).parent_path();
+    fs::path dir = fs::is_directory(r.path, ec) ? fs::path(r.path) : fs::path(r.path).parent_path();
     auto file = [&](const char* name) { return (dir / name).string(); };
     texts.ipvs_name = file("ipvs.rules");
     texts.ipset_name = file("ipset.rules");
@@ -169,12 +170,12 @@ bool load(const IpvsTraceRequest& r, IPFamily family, it::ProgramSet* set, std::
     lo.node_name = r.node;
     std::error_code ec;
     bool ok = false;
-    if (fs::is_directory(r.rules, ec)) {
-      ok = load_snapshot({r.rules}, lo, sm, &snap, diags);
+    if (fs::is_directory(r.path, ec)) {
+      ok = load_snapshot({r.path}, lo, sm, &snap, diags);
     } else {
       std::string text;
-      if (!read_file(r.rules, r.max_input_size, &text)) return false;
-      ok = load_snapshot_text({{r.rules == "-" ? "<stdin>" : r.rules, text}}, lo, sm, &snap, diags);
+      if (!read_file(r.path, r.max_input_size, &text)) return false;
+      ok = load_snapshot_text({{r.path == "-" ? "<stdin>" : r.path, text}}, lo, sm, &snap, diags);
     }
     std::optional<IpvsCompileResult> compiled;
     if (ok) compiled = compile_ipvs(snap, family, diags);
@@ -195,8 +196,6 @@ bool load(const IpvsTraceRequest& r, IPFamily family, it::ProgramSet* set, std::
   }
   return true;
 }
-
-}  // namespace
 
 bool looks_like_ipvs_program_set(const std::string& path) {
   namespace fs = std::filesystem;
@@ -261,7 +260,8 @@ int run_trace_ipvs(const IpvsTraceRequest& o) {
   }
   it::ProgramSet set;
   std::vector<IPAddr> node_addresses;
-  if (!load(o, family, &set, &node_addresses, &notes)) return kExitError;
+  if (!load_ipvs_program_set({o.rules, o.max_input_size, o.node}, family, &set, &node_addresses, &notes))
+    return kExitError;
   if (set.family != family)
     return bad(std::string("--src/--dst must be ") + family_name(set.family) + " addresses for this program set");
   if (topt.local_addresses.empty()) {

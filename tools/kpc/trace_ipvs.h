@@ -10,6 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "compiler/support/net.h"
+
+namespace kpc::verifier::ipvs_trace {
+struct ProgramSet;
+}
+
 namespace kpc::cli {
 
 struct IpvsTraceRequest {
@@ -31,6 +37,19 @@ struct IpvsTraceRequest {
   std::string node;
   bool verbose = false;
 };
+
+/// Where an IPVS program set comes from (kpc trace, kpc diff --from-backend ipvs).
+struct IpvsLoadRequest {
+  std::string path;  ///< directory, ipvs.rules path, or snapshot
+  uint64_t max_input_size = 0;
+  std::string node;  ///< --node when path is a snapshot
+};
+
+/// Reads the program set at r.path (the files, or a snapshot compiled with the IPVS back end);
+/// node_addresses: a snapshot's Node's; notes: what was assumed. False with the error printed
+/// (located: file and line).
+bool load_ipvs_program_set(const IpvsLoadRequest& r, IPFamily family, verifier::ipvs_trace::ProgramSet* set,
+                           std::vector<IPAddr>* node_addresses, std::vector<std::string>* notes);
 
 /// True when path is a directory holding ipvs.rules, or a file named ipvs.rules.
 bool looks_like_ipvs_program_set(const std::string& path);
