@@ -54,6 +54,8 @@ def main():
             ("diff snapshots", ["diff", ex, new], 1, ["shop/web:http", "endpoint removed 10.244.2.6:8080"]),
             ("diff rule files", ["diff", v4, new_v4], 1, ["shop/web:http", "endpoint added 10.244.2.7:8080"]),
             ("diff equal", ["diff", v4, v4], 0, ["equivalent"]),
+            ("diff across back ends", ["diff", ex, "--from-backend", "iptables", "--to-backend", "nftables",
+                                       "--show-known"], 0, ["numgen-shares", "invalid-ct-drop", "source: kube-proxy"]),
             ("verify snapshots", ["verify", new, "--prior", ex], 0, ["verdict: identical"]),
             ("verify programs", ["verify", "--state", v4, "--partial", new_v4, "--full", v4], 1,
              ["verdict: not equivalent", "shop/web:http"]),

@@ -115,6 +115,14 @@ def make_cases(kpc, root, tmp):
         os.makedirs(empty_node, exist_ok=True)
         open(os.path.join(empty_node, "ipvs.save"), "w").close()
 
+    broken_nft = os.path.join(tmp, "broken.nft")
+
+    def write_broken_nft():  # kpc's nft program with one DNAT port changed
+        with open(nft, encoding="utf-8") as f:
+            text = f.read()
+        with open(broken_nft, "w", encoding="utf-8") as f:
+            f.write(text.replace("dnat to 10.244.1.5:8080", "dnat to 10.244.1.5:8081", 1))
+
     def write_failing_nft():  # a transaction nft refuses: a rule in a chain that does not exist
         with open(failing_nft, "w") as f:
             f.write("add table ip kube-proxy\nadd rule ip kube-proxy nosuch-chain counter\n")
@@ -157,6 +165,11 @@ def make_cases(kpc, root, tmp):
         # nftables input: the same trace document, with numgen's non-dyadic shares (1/N).
         ("trace nftables", ["trace", nft, "--src", "10.244.1.50", "--dst", "10.96.10.10", "--dport", "80",
                             "--from", "pod"] + J, 0, "trace", None),
+        # Across back ends: iptables vs nftables programs of one snapshot (only known differences),
+        # and a broken nft program (a DNAT port changed: not known, exit 1).
+        ("diff across back ends", ["diff", ex, "--from-backend", "iptables", "--to-backend", "nftables",
+                                   "--show-known"] + J, 0, "diff-cross", None),
+        ("diff across back ends broken", ["diff", v4, broken_nft, "--local-address", "192.168.0.10"] + J, 1, "diff-cross", write_broken_nft),
         ("trace nftables snapshot", ["trace", ex, "--backend", "nftables", "--src", "203.0.113.7", "--dst",
                                      "192.168.0.10", "--dport", "30080"] + J, 0, "trace", None),
         # An IPVS program set (kpc compile --backend ipvs -o DIR): "backend": "ipvs", IPVS steps in the path.

@@ -12,6 +12,7 @@
 #include "compiler/driver/compile.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/diff_cross.h"
 #include "tools/kpc/text_layout.h"
 #include "verifier/symbolic/report.h"
 #include "verifier/trace/tracer.h"
@@ -32,7 +33,30 @@ struct DiffOptions {
   std::string ipsets;  ///< --ipsets: the node's ipsets (both sides)
   std::string node;    ///< --node: for sides that are snapshots
   bool verbose = false;
+  // Across back ends (diff_cross.h):
+  std::string from_backend, to_backend;
+  bool show_known = false;
+  std::string numgen = "nominal";
 };
+
+CrossDiffRequest cross_request(const DiffOptions& o) {
+  CrossDiffRequest r;
+  r.a = o.old_input;
+  r.b = o.new_input;
+  r.from_backend = o.from_backend;
+  r.to_backend = o.to_backend;
+  r.v6 = o.backend == "ip6tables";
+  r.format = o.format;
+  r.show_known = o.show_known;
+  r.verbose = o.verbose;
+  r.kernel_numgen = o.numgen == "kernel";
+  r.local_addresses = o.local_addresses;
+  r.max_input_size = o.max_input_size;
+  r.node = o.node;
+  r.flavor = o.flavor;
+  r.jumps = o.jumps;
+  return r;
+}
 
 int run(const DiffOptions& o) {
   verifier::RulesetState before, after;
@@ -130,7 +154,17 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->add_option("old", o->old_input,
                   "the old side: a rule file (save dump / restore program), or a snapshot file or directory")
       ->required();
-  cmd->add_option("new", o->new_input, "the new side")->required();
+  cmd->add_option("new", o->new_input, "the new side (omitted: OLD is a snapshot compiled with --from-backend and --to-backend)");
+  cmd->add_option("--from-backend", o->from_backend, "across back ends: the old side's mode (a snapshot is compiled with it)")
+      ->check(CLI::IsMember({"iptables", "nftables"}));
+  cmd->add_option("--to-backend", o->to_backend, "across back ends: the new side's mode")
+      ->check(CLI::IsMember({"iptables", "nftables"}));
+  cmd->add_flag("--show-known", o->show_known,
+                "across back ends: list kube-proxy's documented mode differences, with counts, sources and an example each");
+  cmd->add_option("--numgen", o->numgen,
+                  "across back ends: nft numgen shares: nominal (exactly 1/N, as documented) or kernel (reciprocal_scale)")
+      ->check(CLI::IsMember({"nominal", "kernel"}))
+      ->capture_default_str();
   add_backend_option(cmd, o->backend);
   add_flavor_option(cmd, o->flavor, "legacy or nft restore semantics for rule files");
   cmd->add_option("--format", o->format, "text, json or markdown (a PR-comment-sized table by service)")
@@ -152,10 +186,22 @@ void add_diff(CLI::App& app, int& exit_code) {
       "  kpc diff old.restore new.restore                 two rule files (save dumps or restore programs)\n"
       "  kpc diff old-cluster/ new-cluster/               two snapshots, compiled first\n"
       "  kpc diff node.save new.restore --ipsets sets.save --local-address 10.0.0.5\n"
+      "  kpc diff v4.restore v4.nft --show-known          across back ends (iptables -> nftables)\n"
+      "  kpc diff cluster/ --from-backend iptables --to-backend nftables\n"
       "Exit codes: 0 equivalent, 1 differences or undecided classes, 2 error, 3 internal error.");
   cmd->callback([cmd, o, &exit_code] {
     if (o->verbose && o->format != "text") throw_verbose_needs_text();
     o->backend_given = cmd->count("--backend") > 0;
+    CrossDiffRequest cross = cross_request(*o);
+    if (wants_cross_diff(cross)) {
+      exit_code = run_diff_cross(cross);
+      return;
+    }
+    if (o->show_known || cmd->count("--numgen")) {
+      print_error("kpc diff: --show-known and --numgen are for a diff across back ends");
+      exit_code = kExitError;
+      return;
+    }
     exit_code = run(*o);
   });
 }
