@@ -155,10 +155,12 @@ void add_diff(CLI::App& app, int& exit_code) {
                   "the old side: a rule file (save dump / restore program), or a snapshot file or directory")
       ->required();
   cmd->add_option("new", o->new_input, "the new side (omitted: OLD is a snapshot compiled with --from-backend and --to-backend)");
-  cmd->add_option("--from-backend", o->from_backend, "across back ends: the old side's mode (a snapshot is compiled with it)")
-      ->check(CLI::IsMember({"iptables", "nftables"}));
+  cmd->add_option("--from-backend", o->from_backend,
+                  "across back ends: the old side's mode (a snapshot is compiled with it; ipvs: also a directory "
+                  "kpc compile --backend ipvs -o wrote)")
+      ->check(CLI::IsMember({"iptables", "nftables", "ipvs"}));
   cmd->add_option("--to-backend", o->to_backend, "across back ends: the new side's mode")
-      ->check(CLI::IsMember({"iptables", "nftables"}));
+      ->check(CLI::IsMember({"iptables", "nftables", "ipvs"}));
   cmd->add_flag("--show-known", o->show_known,
                 "across back ends: list kube-proxy's documented mode differences, with counts, sources and an example each");
   cmd->add_option("--numgen", o->numgen,
