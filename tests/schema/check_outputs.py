@@ -181,6 +181,11 @@ def make_cases(kpc, root, tmp):
         ("diff across back ends broken", ["diff", v4, broken_nft, "--local-address", "192.168.0.10"] + J, 1, "diff-cross", write_broken_nft),
         ("trace nftables snapshot", ["trace", ex, "--backend", "nftables", "--src", "203.0.113.7", "--dst",
                                      "192.168.0.10", "--dport", "30080"] + J, 0, "trace", None),
+        # An IPVS program set (kpc compile --backend ipvs -o DIR): "backend": "ipvs", IPVS steps in the path.
+        ("trace ipvs", ["trace", os.path.join(ex, "expected", "ipvs-ipv4"), "--src", "10.244.1.50", "--dst", "10.96.30.30", "--dport", "9000", "--from", "pod"] + J,
+         0, "trace", None),
+        ("trace ipvs snapshot", ["trace", ex, "--backend", "ipvs", "--src", "203.0.113.7", "--dst", "192.168.0.10",
+                                 "--dport", "30080"] + J, 0, "trace", None),
         ("ipvs drain-plan", ["ipvs", "drain-plan", ex, "--prior-state", drain, "--kernel-version", "4.19"] + J,
          1, "ipvs-drain-plan", write_ipvs_node),
         ("ipvs drain-plan mode 1", ["ipvs", "drain-plan", ex, "--prior-state", drain, "--kernel-version", "4.19",

@@ -191,10 +191,12 @@ void add_diff(CLI::App& app, int& exit_code) {
                   "iptables, ip6tables or nftables (default: told from the files' content; across back ends, ip6tables compares the IPv6 programs)")
       ->check(CLI::IsMember({"iptables", "ip6tables", "nftables"}))
       ->capture_default_str();
-  cmd->add_option("--from-backend", o->from_backend, "across back ends: the old side's mode (a snapshot is compiled with it)")
-      ->check(CLI::IsMember({"iptables", "nftables"}));
+  cmd->add_option("--from-backend", o->from_backend,
+                  "across back ends: the old side's mode (a snapshot is compiled with it; ipvs: also a directory "
+                  "kpc compile --backend ipvs -o wrote)")
+      ->check(CLI::IsMember({"iptables", "nftables", "ipvs"}));
   cmd->add_option("--to-backend", o->to_backend, "across back ends: the new side's mode")
-      ->check(CLI::IsMember({"iptables", "nftables"}));
+      ->check(CLI::IsMember({"iptables", "nftables", "ipvs"}));
   cmd->add_flag("--show-known", o->show_known,
                 "across back ends: list kube-proxy's documented mode differences, with counts, sources and an example each");
   cmd->add_option("--numgen", o->numgen,

@@ -13,9 +13,12 @@
 #include "tools/kpc/diff_cross.h"
 #include "tools/kpc/json_report.h"
 #include "tools/kpc/text_layout.h"
+#include "tools/kpc/trace_ipvs.h"
 #include "tools/kpc/trace_nft.h"
 #include "verifier/cross/compare.h"
 #include "verifier/cross/report.h"
+#include "verifier/ipvs_trace/cross_frontend.h"
+#include "verifier/ipvs_trace/tracer.h"
 #include "verifier/nft/nft.h"
 #include "verifier/nft_trace/tracer.h"
 #include "verifier/trace/tracer.h"
@@ -42,6 +45,7 @@ struct Side {
   std::string name, backend;
   verifier::RulesetState ipt;
   verifier::nft::NftState nft;
+  std::unique_ptr<verifier::ipvs_trace::ProgramSet> ipvs;  ///< backend "ipvs" (trace_ipvs.h)
   std::vector<IPAddr> node_addresses;
 };
 
@@ -99,6 +103,15 @@ bool load_side(const std::string& path, const std::string& forced, const std::st
   std::string head = head_of(path);
   bool nft_file = !head.empty() && looks_like_nft(head), ipt_file = !head.empty() && looks_like_rules(head);
   s->backend = !forced.empty() ? forced : nft_file ? "nftables" : ipt_file ? "iptables" : dflt;
+  if (s->backend == "ipvs") {
+    // An IPVS program set (the directory kpc compile --backend ipvs -o wrote) or a snapshot.
+    s->ipvs = std::make_unique<verifier::ipvs_trace::ProgramSet>();
+    std::vector<std::string> notes;
+    if (!load_ipvs_program_set({path, r.max_input_size, r.node}, family, s->ipvs.get(), &s->node_addresses, &notes))
+      return false;
+    for (const auto& a : verifier::ipvs_trace::inferred_node_addresses(*s->ipvs)) s->node_addresses.push_back(a);
+    return true;
+  }
   if (s->backend == "nftables") {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec)) return compile_nft(path, r, family, s);
@@ -173,6 +186,7 @@ int run_diff_cross(const CrossDiffRequest& r) {
   if (!choose_local_addresses(r.local_addresses, derived, family, "diff", &local)) return kExitError;
 
   auto make = [&](const Side& s) {
+    if (s.backend == "ipvs") return verifier::ipvs_trace::make_ipvs_frontend(*s.ipvs, local);
     return s.backend == "nftables" ? cross::make_nft_frontend(s.nft, family, local, r.kernel_numgen)
                                    : cross::make_iptables_frontend(s.ipt, local);
   };

@@ -23,6 +23,7 @@
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/trace_expect.h"
+#include "tools/kpc/trace_ipvs.h"
 #include "tools/kpc/trace_nft.h"
 #include "tools/kpc/text_layout.h"
 #include "verifier/state/state.h"
@@ -60,6 +61,8 @@ struct TraceCliOptions {
   std::string numgen = "uniform";  ///< nftables: numgen shares (uniform 1/N, or the kernel's split)
   bool numgen_given = false;
   bool verbose = false;  ///< text at full width (else lines of at most 100 columns)
+  std::string ipvs_shares = "exact";  ///< ipvs: schedulers other than rr/wrr/fo (exact: Unknown; weighted)
+  bool ipvs_shares_given = false;
 };
 
 int bad(const std::string& msg) {
@@ -174,8 +177,40 @@ int run_nft(const TraceCliOptions& o, std::optional<std::string_view> text) {
   return run_trace_nft(r);
 }
 
+int run_ipvs(const TraceCliOptions& o) {
+  if (o.kube_proxy_test) return bad("--kube-proxy-test reads iptables rules only (not an IPVS program set)");
+  if (!o.ipsets.empty()) return bad("--ipsets is for iptables rules (an IPVS program set has its ipset.rules)");
+  if (o.flavor_given) return bad("--flavor is for iptables rules (not an IPVS program set)");
+  if (o.jumps_given) return bad("--jumps is for iptables rules (kube-proxy's IPVS-mode jumps are always added)");
+  if (!o.ctmark.empty()) return bad("--ctmark is for iptables rules (not an IPVS program set)");
+  if (o.version_given) return bad("--kube-proxy-version is for nftables (--backend nftables)");
+  if (o.numgen_given) return bad("--numgen is for nftables input");
+  IpvsTraceRequest r;
+  r.rules = o.rules;
+  r.src = o.src, r.dst = o.dst, r.proto = o.proto, r.from = o.from;
+  r.dport = o.dport, r.sport = o.sport;
+  r.local_addresses = o.local_addresses;
+  r.in_iface = o.in_iface, r.out_iface = o.out_iface, r.mark = o.mark, r.ctstate = o.ctstate;
+  r.in_bridge_port = o.in_bridge_port, r.out_bridge_port = o.out_bridge_port;
+  r.no_bridge_port = o.no_bridge_port, r.routed = o.routed;
+  r.affinity = o.affinity;
+  r.affinity_age = o.affinity_age;
+  r.shares = o.ipvs_shares;
+  r.format = o.format;
+  r.max_outcomes = o.max_outcomes;
+  r.expect_dnat = o.expect_dnat;
+  r.expect_verdict = o.expect_verdict;
+  r.expect_masquerade = o.expect_masquerade;
+  r.max_input_size = o.max_input_size;
+  r.node = o.node;
+  r.verbose = o.verbose;
+  return run_trace_ipvs(r);
+}
+
 int run(const TraceCliOptions& o) {
   using namespace verifier::trace;
+  if (o.backend == "ipvs" || (!o.backend_given && looks_like_ipvs_program_set(o.rules))) return run_ipvs(o);
+  if (o.ipvs_shares_given) return bad("--ipvs-shares is for an IPVS program set (--backend ipvs)");
   if (o.backend == "nftables") return run_nft(o, std::nullopt);
   IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
   verifier::Flavor flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
@@ -243,7 +278,8 @@ int run(const TraceCliOptions& o) {
   // A snapshot without --backend: its KubeProxyConfiguration.mode decides, as on a node (read
   // first only when the text can name nftables; errors are reported by the path taken).
   if (!o.backend_given && !input.rules &&
-      (input.directory || input.text.view().find("nftables") != std::string_view::npos)) {
+      (input.directory || input.text.view().find("nftables") != std::string_view::npos ||
+       input.text.view().find("ipvs") != std::string_view::npos)) {
     SourceManager sm;
     DiagSink quiet;
     Snapshot snap;
@@ -254,6 +290,7 @@ int run(const TraceCliOptions& o) {
                               : load_snapshot_text({{input.path, std::string(input.text.view())}}, lo, sm, &snap, quiet);
     if (ok && snap.config.mode == ProxyMode::NFTables)
       return run_nft(o, input.directory ? std::nullopt : std::optional<std::string_view>(input.text.view()));
+    if (ok && snap.config.mode == ProxyMode::IPVS && o.rules != "-") return run_ipvs(o);
   }
   if (o.version_given) return bad("--kube-proxy-version is for nftables (--backend nftables)");
   if (o.numgen_given) return bad("--numgen is for nftables input");
@@ -387,8 +424,9 @@ void add_trace(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "yes", "no"}))
       ->capture_default_str();
   cmd->add_option("--backend", o->backend,
-                  "iptables, ip6tables or nftables (default: from RULES' content; a snapshot is compiled with it)")
-      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables"}))
+                  "iptables, ip6tables, nftables or ipvs (default: from RULES' content; a directory holding "
+                  "ipvs.rules is an IPVS program set; a snapshot is compiled with it)")
+      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables", "ipvs"}))
       ->capture_default_str();
   cmd->add_option("--kube-proxy-version", o->kube_proxy_version,
                   "with --backend nftables and a snapshot: the kube-proxy release whose nftables layout to compile")
@@ -396,6 +434,11 @@ void add_trace(CLI::App& app, int& exit_code) {
   cmd->add_option("--numgen", o->numgen,
                   "nftables: numgen random shares, uniform (exactly 1/N) or kernel (reciprocal_scale's split)")
       ->check(CLI::IsMember({"uniform", "kernel"}))
+      ->capture_default_str();
+  cmd->add_option("--ipvs-shares", o->ipvs_shares,
+                  "ipvs: schedulers other than rr, wrr and fo (lc, wlc, sh, mh, ...) choose by connection counts or "
+                  "a hash: exact (Unknown, naming the candidates) or weighted (assumed weight-proportional shares)")
+      ->check(CLI::IsMember({"exact", "weighted"}))
       ->capture_default_str();
   add_ipsets_option(cmd, o->ipsets);
   add_flavor_option(cmd, o->flavor, "legacy or nft (how RULES is loaded)");
@@ -423,6 +466,8 @@ void add_trace(CLI::App& app, int& exit_code) {
       "  kpc trace ruleset.nft --src 10.0.0.1 --dst 10.96.0.1 --dport 443 --from pod   (nft list ruleset / kpc "
       "compile --backend nftables)\n"
       "  kpc trace cluster/ --backend nftables --src 10.0.0.1 --dst 10.96.0.1 --dport 443\n"
+      "  kpc trace out/ --src 10.244.1.50 --dst 10.96.0.10 --proto udp --dport 53 --from pod   (kpc compile "
+      "--backend ipvs -o out/)\n"
       "Exit codes: 0 traced (also when outcomes are unknown), 2 bad input.");
   cmd->callback([cmd, o, &exit_code] {
     if (o->verbose && o->format != "text") throw_verbose_needs_text();
@@ -431,6 +476,7 @@ void add_trace(CLI::App& app, int& exit_code) {
     o->jumps_given = cmd->count("--jumps") > 0;
     o->version_given = cmd->count("--kube-proxy-version") > 0;
     o->numgen_given = cmd->count("--numgen") > 0;
+    o->ipvs_shares_given = cmd->count("--ipvs-shares") > 0;
     exit_code = run(*o);
   });
 }

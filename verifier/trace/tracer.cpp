@@ -199,6 +199,9 @@ struct Exec {
   std::vector<Frame> stack;
   const Chain* builtin = nullptr;  ///< built-in chain of the current stage (its policy)
   std::string route;
+  // -m ipvs: decided only in a walk whose caller knows what IPVS did (trace_stages).
+  bool ipvs_known = false;
+  std::optional<IpvsProperty> ipvs;
 };
 
 enum class Flow : uint8_t { Continue, StageDone, Finished };
@@ -206,6 +209,66 @@ enum class Flow : uint8_t { Continue, StageDone, Finished };
 }  // namespace
 
 // ------------------------------------------------------------------ Tracer
+
+// xt_ipvs (net/netfilter/xt_ipvs.c): --ipvs alone tests the property; every other option
+// needs it (false without) and compares the connection's virtual service. Options
+// [first, end) of args. nullopt with *why for what is not modelled (--vportctl).
+static std::optional<bool> ipvs_match(const std::vector<ir::Arg>& args, size_t first, size_t end,
+                               const std::optional<IpvsProperty>& p, std::string* why) {
+  bool only_property = true;
+  for (size_t k = first; k < end; ++k)
+    if (args[k].text2 != "--ipvs") only_property = false;
+  if (first == end) {
+    *why = "-m ipvs without options";
+    return std::nullopt;
+  }
+  if (only_property) return p.has_value() != args[first].neg;
+  if (!p) return false;
+  for (size_t k = first; k < end; ++k) {
+    const ir::Arg& a = args[k];
+    bool m = false;
+    if (a.text2 == "--ipvs") {
+      m = true;
+    } else if (a.text2 == "--vproto") {
+      auto n = proto_number(a.text);
+      if (!n) {
+        *why = "-m ipvs --vproto " + a.text + " not understood";
+        return std::nullopt;
+      }
+      m = *n == p->vproto;
+    } else if (a.text2 == "--vaddr") {
+      auto c = CIDR::parse(a.text, false, nullptr, true);
+      if (!c) {
+        *why = "-m ipvs --vaddr " + a.text + " not understood";
+        return std::nullopt;
+      }
+      m = c->contains(p->vaddr);
+    } else if (a.text2 == "--vport") {
+      uint32_t v = 0;
+      bool digits = !a.text.empty() && a.text.size() <= 5;
+      for (char c : a.text) digits = digits && c >= '0' && c <= '9', v = v * 10 + uint32_t(c - '0');
+      if (!digits || v > 65535) {
+        *why = "-m ipvs --vport " + a.text + " not understood";
+        return std::nullopt;
+      }
+      m = v == p->vport;
+    } else if (a.text2 == "--vdir") {
+      if (a.text != "ORIGINAL" && a.text != "REPLY") {
+        *why = "-m ipvs --vdir " + a.text + " not understood";
+        return std::nullopt;
+      }
+      m = a.text == "ORIGINAL";  // the traced packet is the request
+    } else if (a.text2 == "--vmethod") {
+      m = a.text == p->vmethod;
+    } else {
+      *why = "-m ipvs " + a.text2 + " not modelled";
+      return std::nullopt;
+    }
+    if (m == a.neg) return false;
+  }
+  return true;
+}
+
 
 struct Tracer::Impl {
   Tracer& t;
@@ -389,8 +452,24 @@ struct Tracer::Impl {
         case ArgKind::Module: {
           static const std::set<std::string> known = {
               "tcp",       "udp",    "sctp",   "comment",   "addrtype", "conntrack", "state", "mark",
-              "statistic", "recent", "nfacct", "multiport", "set",      "physdev", "connmark"};  // set, physdev: by option
+              "statistic", "recent", "nfacct", "multiport", "set",      "physdev", "connmark", "ipvs"};  // set, physdev: by option
           if (!known.count(a.text)) unknown("match module \"" + a.text + "\" not modelled");
+          if (a.text == "ipvs") {
+            size_t first = i + 1;
+            while (i + 1 < args.size() && args[i + 1].kind == ArgKind::Unknown) ++i;  // its options
+            if (!e.ipvs_known) {
+              unknown("-m ipvs: whether IPVS handled the packet is not known in an iptables trace (trace the IPVS "
+                      "program set)");
+              break;
+            }
+            std::string why;
+            auto m = ipvs_match(args, first, i + 1, e.ipvs, &why);
+            if (!m)
+              unknown(why);
+            else if (!*m)
+              any_false = true;
+            break;
+          }
           if (a.text == "connmark") {
             ConnmarkTest ct = read_connmark_match(args, i);
             while (i + 1 < args.size() && args[i + 1].kind == ArgKind::Unknown) ++i;  // its options
@@ -924,6 +1003,39 @@ TraceResult Tracer::trace(const Packet& packet) {
     o.probability = im.truncated;
     o.verdict = Verdict::Unknown;
     o.unknown_reason = "more than " + std::to_string(options_.max_outcomes) + " outcomes: the rest was not traced";
+    im.result.outcomes.push_back(std::move(o));
+  }
+  return std::move(im.result);
+}
+
+TraceResult trace_stages(Tracer& tracer, const Packet& packet, const std::vector<StageSpec>& stages,
+                         const StageStart& start) {
+  Tracer::Impl im(tracer, packet);
+  Exec e;
+  e.dst = start.dst;
+  e.dport = start.dport;
+  e.mark = start.mark;
+  e.ct = start.ctstate;
+  e.dnat = start.dnat;
+  e.masq = start.masquerade;
+  e.route = start.route;
+  e.ipvs_known = true;
+  e.ipvs = start.ipvs;
+  for (const auto& sp : stages) {
+    Stage st;
+    st.table = sp.table;
+    bool found = false;
+    for (Hook h : {Hook::Prerouting, Hook::Input, Hook::Forward, Hook::Output, Hook::Postrouting})
+      if (sp.chain == hook_chain(h)) st.hook = h, found = true;
+    if (!found) continue;  // not a hook: nothing runs there
+    e.plan.push_back(st);
+  }
+  im.run(std::move(e));
+  if (!im.truncated.is_zero()) {
+    Outcome o;
+    o.probability = im.truncated;
+    o.verdict = Verdict::Unknown;
+    o.unknown_reason = "more than " + std::to_string(tracer.options().max_outcomes) + " outcomes: the rest was not traced";
     im.result.outcomes.push_back(std::move(o));
   }
   return std::move(im.result);

@@ -148,6 +148,9 @@ struct TraceResult {
   Probability total() const;  ///< sum of the outcome probabilities (1 unless truncated)
 };
 
+struct StageSpec;
+struct StageStart;
+
 /// Traces one packet. The state's family must match the packet's addresses.
 /// Reusable: a Tracer caches the typed form of the rules it has read.
 class Tracer {
@@ -177,7 +180,46 @@ class Tracer {
   };
   std::vector<Quick> quick_;  ///< by rule id
   friend struct Impl;
+  friend TraceResult trace_stages(Tracer&, const Packet&, const std::vector<StageSpec>&, const StageStart&);
 };
+
+/// What IPVS did to a packet, as `-m ipvs` (xt_ipvs) reads it: the virtual service of the
+/// connection IPVS made and how it forwards. The IPVS tracer (verifier/ipvs_trace) sets it on
+/// the packet IPVS sends on (skb->ipvs_property).
+struct IpvsProperty {
+  uint8_t vproto = kProtoTCP;
+  IPAddr vaddr;
+  uint16_t vport = 0;
+  std::string vmethod = "MASQ";  ///< GATE, IPIP or MASQ (ipvsadm -g, -i, -m)
+};
+
+/// One stage of a walk a caller composes (trace_stages): a table at a built-in chain.
+struct StageSpec {
+  ir::TableId table = ir::TableId::Filter;
+  std::string chain;  ///< PREROUTING, INPUT, FORWARD, OUTPUT or POSTROUTING
+};
+
+/// The packet as an earlier part of a walk left it.
+struct StageStart {
+  IPAddr dst;
+  uint16_t dport = 0;
+  uint32_t mark = 0;
+  uint32_t ctstate = ir::kCtNew;
+  bool dnat = false;
+  bool masquerade = false;
+  /// Set: IPVS handled the packet (-m ipvs decided on it); unset: it did not (-m ipvs
+  /// --vaddr/... is false, `! --ipvs` true). In Tracer::trace, -m ipvs stays Unknown.
+  std::optional<IpvsProperty> ipvs;
+  std::string route;  ///< the accepted outcomes' route
+};
+
+/// Walks `packet` through exactly `stages`, in order, from `start` (no routing decision:
+/// the caller makes it): for front ends that put steps of their own between the hooks (the
+/// IPVS tracer: IPVS takes the packet at LOCAL_IN and sends it on through LOCAL_OUT). An
+/// outcome is Accept when every stage passed; the nat table runs only for NEW (as in trace).
+/// A stage whose table or chain the state lacks is skipped.
+TraceResult trace_stages(Tracer& tracer, const Packet& packet, const std::vector<StageSpec>& stages,
+                         const StageStart& start);
 
 /// Distribution over distinct results (verdict, DNAT destination, masquerade,
 /// unknown reason), probabilities summed, most likely first.
