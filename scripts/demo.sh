@@ -109,6 +109,21 @@ printf 'shares exactly 1/2 each, checked as a CI assertion:\n'
 step "$KPC" trace "$OUT/nftables.nft" --src 10.244.1.50 --dst 10.96.10.10 --dport 80 --from pod \
   --expect-dnat 10.244.1.5:8080 --expect-dnat 10.244.2.6:8080 | grep -E '^\[|^packet'
 
+printf '\nThe nft verifier (issue 16): prior + partial against the full transaction, by behaviour. Not identical\n'
+printf '(kube-proxy deletes a flushed chain one sync later), but equivalent: no packet is treated differently:\n'
+step "$KPC" compile "$OUT/next" --backend nftables -o "$OUT/nft-next-full.nft"
+step "$KPC" verify --state "$OUT/nftables.nft" --partial "$OUT/nft-partial.nft" --full "$OUT/nft-next-full.nft" \
+  --allow-equivalent | head -n 8
+
+printf '\nMoving this node from iptables to nftables mode: what changes, per Service, by behaviour; kube-proxy'"'"'s\n'
+printf 'documented mode differences are named as such (exit 0 when nothing else differs):\n'
+set +e
+step "$KPC" diff "$EXAMPLE" --from-backend iptables --to-backend nftables --show-known > "$OUT/migration.txt"
+rc=$?
+set -e
+head -n 24 "$OUT/migration.txt"
+echo "... (all of it in $OUT/migration.txt); exit code: $rc"
+
 printf '\nKEP-4963 fast path: Services with trafficHint: LongLived (shop/web here) offloaded to a flowtable:\n'
 step "$KPC" compile "$EXAMPLE" --backend fastpath -o "$OUT/fastpath.nft"
 cat "$OUT/fastpath.nft"
@@ -118,6 +133,9 @@ printf 'and the node plan (kube-ipvs0 addresses, sysctls for the node'"'"'s kern
 step "$KPC" compile "$EXAMPLE" --backend ipvs -o "$OUT/ipvs" --stats
 head -n 4 "$OUT/ipvs/ipvs.rules"
 grep -m1 conn_reuse_mode "$OUT/ipvs/node.plan"
+printf '\nThe IPVS tracer (issue 17): a pod to shop/cart through the companion rules, IPVS and its scheduler:\n'
+step "$KPC" trace "$OUT/ipvs" --src 10.244.1.50 --dst 10.96.30.30 --proto tcp --dport 9000 --from pod \
+  | grep -E '^(\[|[0-9]+ outcomes|packet)' | head -n 8
 if [ "$(id -u)" = 0 ] && ip netns add kpc-demo-ipvs 2>/dev/null; then
   # Without the ip_vs module the kernel refuses ipvs.rules and the `-m ipvs` rules of KUBE-IPVS-OUT-FILTER.
   ip netns exec kpc-demo-ipvs ipset restore < "$OUT/ipvs/ipset.rules" \
@@ -132,6 +150,12 @@ if [ "$(id -u)" = 0 ] && ip netns add kpc-demo-applier 2>/dev/null; then
   ip netns exec kpc-demo-applier "${KPC%/kpc}/kpc-applier" --watch "$EXAMPLE" --once --iptables legacy \
     --family ipv4 --state-dir "$OUT/applier-state" && echo "applied: exit code 0"
   ip netns exec kpc-demo-applier iptables-legacy-save -t nat | grep -c '^-A KUBE-' | sed 's/^/kube-proxy nat rules in the kernel: /'
+  # nftables mode applied in-process (libnftables, no nft process): the same kernel result as `nft -f`.
+  rm -rf "$OUT/example-nft" && cp -r "$EXAMPLE" "$OUT/example-nft" && rm -rf "$OUT/example-nft/expected"
+  sed -i 's/^mode: .*/mode: nftables/' "$OUT/example-nft/kube-proxy.yaml"
+  ip netns exec kpc-demo-applier "${KPC%/kpc}/kpc-applier" --watch "$OUT/example-nft" --once \
+    --apply-with in-process --family ipv4 --state-dir "$OUT/applier-state-nft" >/dev/null 2>&1 \
+    && ip netns exec kpc-demo-applier nft list chains ip | grep -c 'chain ' | sed 's/^/nftables chains applied in-process: /'
   ip netns exec kpc-demo-applier "${KPC%/kpc}/kpc-applier" --cleanup | tail -n 3
   ip netns del kpc-demo-applier
 fi
