@@ -166,36 +166,7 @@ std::string format_text(const VerifyResult& r, bool verbose) {
     }
     out += "\n";
   }
-  if (r.behaviour) {
-    const auto& b = *r.behaviour;
-    out += "packets: " + std::to_string(b.differing_classes) + " classes treated differently, " +
-           std::to_string(b.undecided_classes) + " undecided" +
-           (verbose ? " (" + b.narrowing + "; " + std::to_string(b.classes_compared) + " start classes compared)" : "") +
-           "\n";
-    if (!b.differences.empty()) {
-      symbolic::ReportOptions ro;
-      ro.before_name = "full";
-      ro.after_name = "partial";
-      out += symbolic::service_summary(b, ro);
-    }
-    size_t shown = 0;
-    for (const auto& d : b.differences) {
-      if (++shown > 10) {
-        out += "  ... " + std::to_string(b.differences.size() - 10) + " more (--format json lists all)\n";
-        break;
-      }
-      out += std::string(d.undecided ? "  undecided: " : "  witness: ") + d.witness_text + "\n";
-      if (verbose) out += "    class: " + d.cls + "\n";
-      if (!d.services.empty()) {
-        out += "    service:";
-        for (const auto& s : d.services) out += " " + s;
-        out += "\n";
-      }
-      for (const auto& s : d.before) out += "    full:    " + symbolic::format_share(s) + "\n";
-      for (const auto& s : d.after) out += "    partial: " + symbolic::format_share(s) + "\n";
-    }
-    for (const auto& f : b.self_check_failures) out += "internal error: " + f + "\n";
-  }
+  if (r.behaviour) out += symbolic::verify_behaviour_text(*r.behaviour, verbose);
   return out;
 }
 

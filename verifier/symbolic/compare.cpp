@@ -412,7 +412,7 @@ namespace {
 class IptablesSide : public CompareSide {
  public:
   IptablesSide(const RulesetState& s, Universe& u, const CompareOptions& opt)
-      : state_(s), u_(u), engine_(s, u), tracer_(s, tracer_options(opt)), keys_(affinity_list_keys(s)) {}
+      : u_(u), engine_(s, u), tracer_(s, tracer_options(opt)), keys_(affinity_list_keys(s)) {}
   std::vector<Leaf> explore(const PacketClass& start, Origin origin) override { return engine_.explore(start, origin); }
   trace::Packet concrete(const Witness& w, Origin origin) const override {
     return symbolic::concrete(w, origin, u_, engine_);
@@ -434,7 +434,6 @@ class IptablesSide : public CompareSide {
     to.ipsets = opt.ipsets;
     return to;
   }
-  const RulesetState& state_;
   Universe& u_;
   Engine engine_;
   trace::Tracer tracer_;

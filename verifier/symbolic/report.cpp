@@ -299,4 +299,36 @@ std::string diff_markdown(const CompareResult& r, const ReportOptions& o) {
   return s;
 }
 
+std::string verify_behaviour_text(const CompareResult& b, bool verbose) {
+  std::string out;
+  out += "packets: " + std::to_string(b.differing_classes) + " classes treated differently, " +
+         std::to_string(b.undecided_classes) + " undecided" +
+         (verbose ? " (" + b.narrowing + "; " + std::to_string(b.classes_compared) + " start classes compared)" : "") +
+         "\n";
+  if (!b.differences.empty()) {
+    ReportOptions ro;
+    ro.before_name = "full";
+    ro.after_name = "partial";
+    out += service_summary(b, ro);
+  }
+  size_t shown = 0;
+  for (const auto& d : b.differences) {
+    if (++shown > 10) {
+      out += "  ... " + std::to_string(b.differences.size() - 10) + " more (--format json lists all)\n";
+      break;
+    }
+    out += std::string(d.undecided ? "  undecided: " : "  witness: ") + d.witness_text + "\n";
+    if (verbose) out += "    class: " + d.cls + "\n";
+    if (!d.services.empty()) {
+      out += "    service:";
+      for (const auto& s : d.services) out += " " + s;
+      out += "\n";
+    }
+    for (const auto& s : d.before) out += "    full:    " + format_share(s) + "\n";
+    for (const auto& s : d.after) out += "    partial: " + format_share(s) + "\n";
+  }
+  for (const auto& f : b.self_check_failures) out += "internal error: " + f + "\n";
+  return out;
+}
+
 }  // namespace kpc::verifier::symbolic

@@ -30,6 +30,10 @@ struct ReportOptions {
   bool verbose = false;
 };
 std::string diff_text(const CompareResult& r, const ReportOptions& o = {});
+/// `kpc verify`'s packet-level part of its text (iptables and nft alike): the count of classes
+/// treated differently, the service summary, up to ten witnesses with the full program's and the
+/// partial's outcomes, and any self-check failure.
+std::string verify_behaviour_text(const CompareResult& b, bool verbose);
 /// What changed for each Service, in words (endpoints added/removed, shares before -> after, verdict,
 /// masquerading, affinity), from its first decided class; the start of diff_text.
 std::string service_summary(const CompareResult& r, const ReportOptions& o = {});
