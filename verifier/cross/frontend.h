@@ -97,6 +97,10 @@ struct PacketSpace {
   std::vector<CIDR> pod_cidrs;      ///< the cluster CIDR (the masquerade rules' ! -s / saddr !=)
   std::vector<CIDR> service_cidrs;
   std::map<Dest, std::string> labels;  ///< service named for a destination
+  /// Only first packets of connections (no ESTABLISHED / INVALID ones): set by a front end whose
+  /// later packets depend on state its program does not hold (IPVS: its connection table, which
+  /// ip_vs_conn_in_get consults before any virtual server). The report says so (coverage).
+  bool first_packets_only = false;
 
   void add_service(const IPAddr& a, uint8_t proto, uint16_t port, const std::string& label = "");
   void add_nodeport(uint8_t proto, uint16_t port, const std::string& label = "");

@@ -48,6 +48,9 @@ class IpvsFrontend : public cross::ConcreteFrontend {
       for (const auto& rs : vs.real_servers) space.add_endpoint(rs.dest.address, proto, rs.dest.port);
     }
     for (const auto& c : pod_cidrs_of(set_)) space.pod_cidrs.push_back(c);
+    // A later packet of a connection is forwarded by IPVS's connection entry, which no program
+    // holds: the tracer would answer Unknown, so the comparison asks about first packets only.
+    space.first_packets_only = true;
   }
 
   cross::Distribution trace(const cross::Packet& p) const override {
