@@ -183,9 +183,8 @@ bool ipvs_local_fallback(const DiffContext& c) {
   bool in_service_cidr = false;
   for (const Facts* f : {&c.facts_a, &c.facts_b})
     for (const auto& r : f->service_cidrs) in_service_cidr = in_service_cidr || r.contains(c.packet.dst);
-  bool local_policy_drop = c.packet.source_kind == SourceKind::External ||
-                           (c.packet.dest_kind == DestKind::Service && in_service_cidr);
-  return local_policy_drop && all_translated_accept(*s.ipvs) && dropped_or_rejected(*s.other);
+  bool firewall_from_node = c.packet.source_kind == SourceKind::Node && !in_service_cidr;
+  return !firewall_from_node && all_translated_accept(*s.ipvs) && dropped_or_rejected(*s.other);
 }
 
 // iTP=Local (or eTP=Local) without a local endpoint where IPVS keeps the virtual server without
@@ -208,7 +207,31 @@ bool ipvs_no_short_circuit(const DiffContext& c) {
   if (c.packet.dest_kind != DestKind::Service && c.packet.dest_kind != DestKind::NodePort) return false;
   if (!all_translated_accept(*s.ipvs) || !all_translated_accept(*s.other)) return false;
   auto mine = dnat_targets(*s.ipvs), theirs = dnat_targets(*s.other);
+  // The node's packet takes the Local path in IPVS (KUBE-LOAD-BALANCER-LOCAL /
+  // KUBE-NODE-PORT-LOCAL: local endpoints, serving-terminating ones included, no masquerade
+  // mark) and the cluster path, masqueraded, in the other modes (ready cluster endpoints).
+  auto masq = [](const Share& x) { return x.outcome.masquerade; };
+  if (c.packet.source_kind == SourceKind::Node && std::none_of(s.ipvs->shares.begin(), s.ipvs->shares.end(), masq) &&
+      std::all_of(s.other->shares.begin(), s.other->shares.end(), masq))
+    return true;
+  // A pod: the local endpoints are a part of the cluster endpoints the other modes use.
   return mine.size() < theirs.size() && std::includes(theirs.begin(), theirs.end(), mine.begin(), mine.end());
+}
+
+// A Service without endpoints, or a source outside loadBalancerSourceRanges: IPVS mode rejects
+// (ip_vs_leave) or drops (KUBE-SOURCE-RANGES-FIREWALL, filter) after the nat table's
+// KUBE-MARK-MASQ has marked the packet; iptables and nftables reject or drop it before any mark.
+// Both refuse it; the mark never leaves the node.
+bool ipvs_reject_after_mark(const DiffContext& c) {
+  IpvsSides s;
+  if (!ipvs_sides(c, &s)) return false;
+  bool both_reject = all(*s.ipvs, Verdict::Reject) && all(*s.other, Verdict::Reject);
+  bool both_drop = all(*s.ipvs, Verdict::Drop) && all(*s.other, Verdict::Drop);
+  if (!both_reject && !both_drop) return false;
+  if (s.ipvs->shares.size() != 1 || s.other->shares.size() != 1) return false;
+  Outcome a = s.ipvs->shares[0].outcome, b = s.other->shares[0].outcome;
+  a.mark = b.mark = 0;
+  return a.key() == b.key();
 }
 
 // A port no Service uses on an address bound to kube-ipvs0: KUBE-IPVS-FILTER rejects new
@@ -220,15 +243,18 @@ bool ipvs_filter_other_port(const DiffContext& c) {
   return all(*s.ipvs, Verdict::Reject) && untranslated_accept(*s.other);
 }
 
-// Removes "masquerade fully-random" from every share of d. True when it changed anything.
-bool strip_fully_random(Distribution* d) {
+// Removes "masquerade fully-random" from the shares of d (only those DNATed to `only_host` when
+// it is not empty). True when it changed anything.
+bool strip_fully_random(Distribution* d, const std::string& only_host = "");
+std::string dnat_host(const std::string& dnat);
+bool strip_fully_random(Distribution* d, const std::string& only_host) {
   bool changed = false;
   Distribution out;
   out.services = d->services;
   for (auto sh : d->shares) {
     std::string& o = sh.outcome.options;
     size_t i = o.find("masquerade fully-random");
-    if (i != std::string::npos) {
+    if (i != std::string::npos && (only_host.empty() || dnat_host(sh.outcome.dnat) == only_host)) {
       o.erase(i, std::string("masquerade fully-random").size());
       while (!o.empty() && (o.back() == ' ' || o.back() == ';')) o.pop_back();
       while (!o.empty() && (o.front() == ' ' || o.front() == ';')) o.erase(0, 1);
@@ -246,6 +272,29 @@ bool has_fully_random(const Distribution& d) {
 }
 
 // The host of an "ip:port" / "[v6]:port" DNAT target.
+std::string dnat_host(const std::string& dnat);
+
+// Whether IPVS masquerades the hairpin share (the one DNATed back to the source) fully-random.
+bool has_fully_random_hairpin(const Packet& p, const Distribution& ipvs) {
+  for (const auto& sh : ipvs.shares)
+    if (dnat_host(sh.outcome.dnat) == p.src.str() && sh.outcome.options.find("masquerade fully-random") != std::string::npos)
+      return true;
+  return false;
+}
+
+// The hairpin share of `ipvs` takes the mark of the same share of `other`.
+void copy_hairpin_mark(const Packet& p, const Distribution& other, Distribution* ipvs) {
+  Distribution out;
+  out.services = ipvs->services;
+  for (auto sh : ipvs->shares) {
+    if (dnat_host(sh.outcome.dnat) == p.src.str())
+      for (const auto& o : other.shares)
+        if (o.outcome.dnat == sh.outcome.dnat) sh.outcome.mark = o.outcome.mark;
+    out.add(sh.outcome, sh.probability);
+  }
+  *ipvs = std::move(out);
+}
+
 std::string dnat_host(const std::string& dnat) {
   std::string h = dnat.substr(0, dnat.rfind(':'));
   if (h.size() > 2 && h.front() == '[') h = h.substr(1, h.size() - 2);
@@ -296,6 +345,17 @@ bool rr_vs_statistic(const Distribution& ipvs, Distribution* ipt) {
   out.services = ipt->services;
   *ipt = std::move(out);
   return true;
+}
+
+// A Service without endpoints, from the node to an external or load-balancer IP: IPVS answers
+// (ip_vs_leave, as nftables mode rejects); iptables jumps to KUBE-EXTERNAL-SERVICES from INPUT
+// and FORWARD only, so the packet leaves untouched.
+bool ipvs_no_endpoints_external_from_node(const DiffContext& c) {
+  IpvsSides s;
+  bool ipt = (c.backend_a == "ipvs" ? c.backend_b : c.backend_a) == "iptables";
+  if (!ipvs_sides(c, &s) || !ipt || c.packet.source_kind != SourceKind::Node) return false;
+  if (c.packet.dest_kind != DestKind::Service && c.packet.dest_kind != DestKind::NodePort) return false;
+  return all(*s.ipvs, Verdict::Reject) && untranslated_accept(*s.other);
 }
 
 // NodePorts on 127.0.0.1: iptables mode serves them (route_localnet, localhostNodePorts) or
@@ -349,6 +409,20 @@ const std::vector<KnownDifference>& ipvs_known_differences() {
        "kube-proxy: pkg/proxy/ipvs/proxier.go (KUBE-IPVS-FILTER: ctstate NEW, KUBE-IPVS-IPS -> REJECT; "
        "kubernetes issue 72236)",
        ipvs_filter_other_port},
+      {"ipvs-refused-after-mark",
+       "a Service without endpoints or a source outside loadBalancerSourceRanges: IPVS mode rejects (ip_vs_leave) "
+       "or drops (filter) after the nat table marked the packet for masquerade; iptables and nftables refuse it "
+       "unmarked (the mark never leaves the node)",
+       "kube-proxy: pkg/proxy/ipvs/proxier.go (KUBE-NODE-PORT / KUBE-LOAD-BALANCER -> KUBE-MARK-MASQ in nat, "
+       "KUBE-SOURCE-RANGES-FIREWALL DROP in filter; the virtual server is kept without real servers); "
+       "pkg/proxy/iptables/proxier.go (KUBE-EXTERNAL-SERVICES REJECT in filter)",
+       ipvs_reject_after_mark},
+      {"ipvs-no-endpoints-external-from-node",
+       "a Service without endpoints, from the node to an external/LB IP: IPVS mode rejects (like nftables mode); "
+       "iptables mode lets it out (KUBE-EXTERNAL-SERVICES is jumped to from INPUT and FORWARD only)",
+       "kube-proxy: pkg/proxy/iptables/proxier.go (iptablesJumpChains: KUBE-EXTERNAL-SERVICES from INPUT, "
+       "FORWARD); pkg/proxy/ipvs/proxier.go (the virtual server is kept without real servers; kernel ip_vs_leave)",
+       ipvs_no_endpoints_external_from_node},
       {"ipvs-localhost-nodeports",
        "NodePorts on 127.0.0.1: iptables mode serves them (or rejects them without endpoints); IPVS mode never "
        "treats 127.0.0.1 as a NodePort address",
@@ -380,7 +454,11 @@ std::vector<const KnownDifference*> classify_ipvs(const DiffContext& c) {
   // --random-fully; iptables' statistic shares; then at most one predicate.
   if (c.packet.source_kind == SourceKind::Hairpin) {
     if (strip_remote_hairpin_masquerade(c.packet, ipvs, &other)) out.push_back(by_id("ipvs-loopback-local-endpoints"));
-    if (!has_fully_random(ipvs) && strip_fully_random(&other)) out.push_back(by_id("ipvs-loopback-masquerade"));
+    bool loopback = !has_fully_random_hairpin(c.packet, ipvs) && strip_fully_random(&other, c.packet.src.str());
+    // KUBE-LOOP-BACK's MASQUERADE comes before KUBE-POSTROUTING's mark rules: the masquerade
+    // mark a load-balancer / NodePort path set is never cleared (it never leaves the node).
+    if (loopback) copy_hairpin_mark(c.packet, other, &ipvs);
+    if (loopback) out.push_back(by_id("ipvs-loopback-masquerade"));
     if (!out.empty() && same(ipvs, other)) return out;
   }
   const bool other_is_iptables = (ipvs_first ? c.backend_b : c.backend_a) == "iptables";

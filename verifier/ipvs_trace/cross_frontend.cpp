@@ -83,7 +83,9 @@ class IpvsFrontend : public cross::ConcreteFrontend {
       x.masquerade = o.masquerade;
       x.snat = o.snat_text;
       x.mark = o.final_mark;
-      x.affinity = !o.affinity.empty();
+      // A persistence template is made only when a real server is scheduled (ip_vs_sched_persist):
+      // a rejected or dropped packet leaves no client remembered.
+      x.affinity = !o.affinity.empty() && o.verdict == trace::Verdict::Accept;
       std::string opts = o.options;
       const std::string leave = "icmp-port-unreachable (ip_vs_leave)";  // = a bare reject
       if (size_t i = opts.find(leave); i != std::string::npos) {
