@@ -144,6 +144,18 @@ TEST(CrossIpvsKnown, NoShortCircuitToClusterEndpoints) {
   c.other = dist({out(Verdict::Accept, "output", "10.244.1.20:8443", true, kFR),
                   out(Verdict::Accept, "output", "10.244.2.21:8443", true, kFR)});
   EXPECT_EQ(c.ids(), Ids{"ipvs-no-short-circuit"});
+  // Near miss: the node to a ClusterIP (KUBE-CLUSTER-IP): masqueraded alike in every mode, so an
+  // unmasqueraded IPVS packet is a real difference.
+  cross::Packet to_cluster_ip = packet("192.168.0.10", cross::SourceKind::Node, "10.96.20.20", 443, cross::DestKind::Service);
+  {
+    cross::Facts ipvs_facts;
+    ipvs_facts.cluster_ips = {*IPAddr::parse("10.96.20.20")};
+    cross::DiffContext ctx{to_cluster_ip, c.ipvs, c.other, ipvs_facts, {}, "ipvs", "iptables"};
+    EXPECT_TRUE(cross::classify(ctx).empty());
+    cross::Facts none;
+    cross::DiffContext ext{to_cluster_ip, c.ipvs, c.other, none, none, "ipvs", "iptables"};
+    EXPECT_FALSE(cross::classify(ext).empty());  // an external IP (not a ClusterIP): the Local path
+  }
   // Near miss: from outside (the Local policy applies in every mode).
   c.packet = packet("203.0.113.77", cross::SourceKind::External, "192.168.0.10", 30443, cross::DestKind::NodePort);
   c.ipvs = dist({out(Verdict::Accept, "forward", "10.244.1.20:8443")});

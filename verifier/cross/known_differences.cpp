@@ -171,6 +171,17 @@ bool all_translated_accept(const Distribution& d) {
 }
 bool dropped_or_rejected(const Distribution& d) { return all(d, Verdict::Drop) || all(d, Verdict::Reject); }
 
+// The destination is a ClusterIP: in the IPVS program's KUBE-CLUSTER-IP set, or in a service CIDR
+// the other program names (nftables).
+bool is_cluster_ip(const DiffContext& c) {
+  for (const Facts* f : {&c.facts_a, &c.facts_b}) {
+    if (std::find(f->cluster_ips.begin(), f->cluster_ips.end(), c.packet.dst) != f->cluster_ips.end()) return true;
+    for (const auto& r : f->service_cidrs)
+      if (r.contains(c.packet.dst)) return true;
+  }
+  return false;
+}
+
 // eTP=Local / iTP=Local without a local endpoint: IPVS gives the virtual server the cluster
 // endpoints (kube-proxy PR #97081); iptables and nftables drop (or reject) the packet. The drop
 // is the Local policy's only from outside (eTP: a pod or the node is short-circuited to the
@@ -180,10 +191,7 @@ bool ipvs_local_fallback(const DiffContext& c) {
   IpvsSides s;
   if (!ipvs_sides(c, &s)) return false;
   if (c.packet.dest_kind != DestKind::Service && c.packet.dest_kind != DestKind::NodePort) return false;
-  bool in_service_cidr = false;
-  for (const Facts* f : {&c.facts_a, &c.facts_b})
-    for (const auto& r : f->service_cidrs) in_service_cidr = in_service_cidr || r.contains(c.packet.dst);
-  bool firewall_from_node = c.packet.source_kind == SourceKind::Node && !in_service_cidr;
+  bool firewall_from_node = c.packet.source_kind == SourceKind::Node && !is_cluster_ip(c);
   return !firewall_from_node && all_translated_accept(*s.ipvs) && dropped_or_rejected(*s.other);
 }
 
@@ -198,7 +206,7 @@ bool ipvs_no_real_servers(const DiffContext& c) {
 }
 
 // eTP=Local with a local endpoint, reached from a pod or the node at a NodePort / external IP /
-// load-balancer IP: iptables and nftables short-circuit such in-cluster traffic to the cluster
+// load-balancer IP (never a ClusterIP: its masquerade is the same in every mode): iptables and nftables short-circuit such in-cluster traffic to the cluster
 // endpoints; IPVS has one virtual server per address, holding the local endpoints only.
 bool ipvs_no_short_circuit(const DiffContext& c) {
   IpvsSides s;
@@ -211,7 +219,8 @@ bool ipvs_no_short_circuit(const DiffContext& c) {
   // KUBE-NODE-PORT-LOCAL: local endpoints, serving-terminating ones included, no masquerade
   // mark) and the cluster path, masqueraded, in the other modes (ready cluster endpoints).
   auto masq = [](const Share& x) { return x.outcome.masquerade; };
-  if (c.packet.source_kind == SourceKind::Node && std::none_of(s.ipvs->shares.begin(), s.ipvs->shares.end(), masq) &&
+  if (c.packet.source_kind == SourceKind::Node && !is_cluster_ip(c) &&
+      std::none_of(s.ipvs->shares.begin(), s.ipvs->shares.end(), masq) &&
       std::all_of(s.other->shares.begin(), s.other->shares.end(), masq))
     return true;
   // A pod: the local endpoints are a part of the cluster endpoints the other modes use.

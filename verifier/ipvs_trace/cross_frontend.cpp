@@ -53,6 +53,23 @@ class IpvsFrontend : public cross::ConcreteFrontend {
     space.first_packets_only = true;
   }
 
+  // The ClusterIPs (KUBE-CLUSTER-IP's first dimension): the known differences tell a ClusterIP
+  // (internalTrafficPolicy) from an external or load-balancer IP (externalTrafficPolicy) by it.
+  cross::Facts facts() const override {
+    cross::Facts f;
+    const ipset::Set* s = set_.sets.find("KUBE-CLUSTER-IP");
+    if (!s) return f;
+    for (const auto& e : s->entries) {
+      if (e.dims.empty()) continue;
+      IPAddr a;
+      a.family = set_.family;
+      size_t n = set_.family == IPFamily::V4 ? 4 : 16;
+      for (size_t b = 0; b < n; ++b) a.bytes[n - 1 - b] = static_cast<uint8_t>(e.dims[0].lo >> (8 * b));
+      if (std::find(f.cluster_ips.begin(), f.cluster_ips.end(), a) == f.cluster_ips.end()) f.cluster_ips.push_back(a);
+    }
+    return f;
+  }
+
   cross::Distribution trace(const cross::Packet& p) const override {
     trace::Packet t;
     t.src = p.src;
