@@ -213,13 +213,14 @@ bool ipvs_no_short_circuit(const DiffContext& c) {
   if (!ipvs_sides(c, &s)) return false;
   if (c.packet.source_kind != SourceKind::Pod && c.packet.source_kind != SourceKind::Node) return false;
   if (c.packet.dest_kind != DestKind::Service && c.packet.dest_kind != DestKind::NodePort) return false;
+  if (is_cluster_ip(c)) return false;
   if (!all_translated_accept(*s.ipvs) || !all_translated_accept(*s.other)) return false;
   auto mine = dnat_targets(*s.ipvs), theirs = dnat_targets(*s.other);
   // The node's packet takes the Local path in IPVS (KUBE-LOAD-BALANCER-LOCAL /
   // KUBE-NODE-PORT-LOCAL: local endpoints, serving-terminating ones included, no masquerade
   // mark) and the cluster path, masqueraded, in the other modes (ready cluster endpoints).
   auto masq = [](const Share& x) { return x.outcome.masquerade; };
-  if (c.packet.source_kind == SourceKind::Node && !is_cluster_ip(c) &&
+  if (c.packet.source_kind == SourceKind::Node &&
       std::none_of(s.ipvs->shares.begin(), s.ipvs->shares.end(), masq) &&
       std::all_of(s.other->shares.begin(), s.other->shares.end(), masq))
     return true;
