@@ -3,6 +3,8 @@
 // "ipvs"), the --expect-* assertions, persistence, exit codes 0/1/2 and located errors.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -107,7 +109,8 @@ TEST(IpvsTraceCli, BadInputIsExit2Located) {
 
 // kpc diff across back ends with the IPVS front end (verifier/ipvs_trace/cross_frontend.h): the
 // example compiled with both; a new connection from a pod to a ClusterIP is the same in both modes,
-// IPVS's differences are listed (none is a documented known difference yet: exit 1).
+// IPVS mode's documented differences are named (ipvs_known_differences), first packets only; the
+// one that is not documented (loadBalancerSourceRanges from the node) keeps the exit code 1.
 TEST(IpvsCrossDiffCli, FromIpvsToNftables) {
   auto r = run({bin_path("kpc"), "diff", source_path("fixtures/example"), "--from-backend", "ipvs", "--to-backend",
                 "nftables", "--format", "json"});
@@ -120,6 +123,25 @@ TEST(IpvsCrossDiffCli, FromIpvsToNftables) {
   EXPECT_EQ(all.find("tcp 10.96.10.10:80 from pod 10.244.255.250, new\""), std::string::npos) << all;
   // The hairpin masquerade: IPVS mode's KUBE-LOOP-BACK MASQUERADE has no --random-fully.
   EXPECT_NE(all.find("hairpin"), std::string::npos);
+  std::set<std::string> ids;
+  for (const auto& k : j["known_differences"]) ids.insert(k["id"].get<std::string>());
+  for (const char* id : {"ipvs-loopback-masquerade", "ipvs-loopback-local-endpoints", "ipvs-no-short-circuit",
+                         "ipvs-filter-other-port"})
+    EXPECT_TRUE(ids.count(id)) << id << "\n" << all;
+  EXPECT_EQ(j["undecided"], 0);
+  EXPECT_NE(j["coverage"].get<std::string>().find("First packets only"), std::string::npos);
+  EXPECT_EQ(j["surprises"], 1) << all;
+  for (const auto& d : j["differences"])
+    if (d["known"].empty()) EXPECT_EQ(d["packet"]["text"], "tcp 198.51.100.7:443 from node 192.168.0.10, new") << d.dump();
+  // Against iptables mode: the same, plus iptables' own (localhost NodePorts, statistic shares).
+  r = run({bin_path("kpc"), "diff", source_path("fixtures/example"), "--from-backend", "ipvs", "--to-backend",
+           "iptables", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  j = nlohmann::json::parse(r.out);
+  ids.clear();
+  for (const auto& k : j["known_differences"]) ids.insert(k["id"].get<std::string>());
+  EXPECT_TRUE(ids.count("ipvs-localhost-nodeports") && ids.count("ipvs-rr-shares")) << r.out;
+  EXPECT_EQ(j["surprises"], 1) << r.out;
   // An IPVS program set directory as one side, a bad one is exit 2 located.
   r = run({bin_path("kpc"), "diff", source_path(kDir), source_path("fixtures/example/expected/nftables-ipv4.nft"),
            "--from-backend", "ipvs", "--to-backend", "nftables"});

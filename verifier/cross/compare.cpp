@@ -93,6 +93,7 @@ std::vector<Packet> packets(const PacketSpace& s) {
       out.back().label = l;
     }
     for (uint32_t ct : {kEstablished, kInvalid}) {
+      if (s.first_packets_only) break;
       out.push_back(make(pod, a, proto, port, SourceKind::Pod, DestKind::Service, ct));
       out.back().label = l;
     }
@@ -152,6 +153,7 @@ CrossResult compare(const ConcreteFrontend& fa, const ConcreteFrontend& fb, cons
   r.backend_a = fa.backend();
   r.backend_b = fb.backend();
   r.family = space.family;
+  r.first_packets_only = space.first_packets_only;
   const Facts facts_a = fa.facts(), facts_b = fb.facts();
 
   std::vector<Packet> queue = packets(space);

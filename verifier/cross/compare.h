@@ -53,6 +53,7 @@ struct CrossResult {
   std::map<std::string, size_t> known_example;  ///< id -> index of its first cell in differences
   size_t surprises = 0;
   size_t undecided = 0;
+  bool first_packets_only = false;  ///< the space held first packets only (PacketSpace)
   /// Exit status: 0 when every difference is a known one, 1 otherwise.
   bool only_known() const { return surprises == 0; }
 };

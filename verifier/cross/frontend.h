@@ -82,6 +82,7 @@ struct Facts {
   bool localhost_nodeports = false;  ///< iptables: route_localnet NodePorts on 127.0.0.0/8
   std::vector<CIDR> service_cidrs;   ///< nft: "Drop traffic to unallocated ClusterIPs"
   bool drops_invalid = false;        ///< iptables: KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP
+  std::vector<IPAddr> cluster_ips;   ///< ipvs: the addresses of the KUBE-CLUSTER-IP set (ClusterIPs)
 };
 
 using Dest = std::tuple<IPAddr, uint8_t, uint16_t>;  ///< address, protocol, port
@@ -97,6 +98,10 @@ struct PacketSpace {
   std::vector<CIDR> pod_cidrs;      ///< the cluster CIDR (the masquerade rules' ! -s / saddr !=)
   std::vector<CIDR> service_cidrs;
   std::map<Dest, std::string> labels;  ///< service named for a destination
+  /// Only first packets of connections (no ESTABLISHED / INVALID ones): set by a front end whose
+  /// later packets depend on state its program does not hold (IPVS: its connection table, which
+  /// ip_vs_conn_in_get consults before any virtual server). The report says so (coverage).
+  bool first_packets_only = false;
 
   void add_service(const IPAddr& a, uint8_t proto, uint16_t port, const std::string& label = "");
   void add_nodeport(uint8_t proto, uint16_t port, const std::string& label = "");

@@ -4,8 +4,8 @@
 // one of them explains is reported under its name and counted, never hidden; any other is a
 // surprise (a back-end bug, or a real behaviour change the user must read).
 //
-// The predicates are oriented by back end ("iptables" vs "nftables", either order); for a
-// pair they do not describe (e.g. IPVS until its entries are added) none holds.
+// The predicates are oriented by back end ("iptables" vs "nftables", either order; "ipvs" vs
+// either of them, either order, for ipvs_known_differences); for another pair none holds.
 #pragma once
 
 #include <string>
@@ -39,8 +39,15 @@ struct KnownDifference {
   bool (*normalise)(Distribution* ipt, Distribution* nft, const Facts& ipt_facts, const Facts& nft_facts) = nullptr;
 };
 
-/// Every known difference, in the order they are tried (the first that holds names the cell).
+/// Every known difference between iptables and nftables mode, in the order they are tried (the
+/// first that holds names the cell).
 const std::vector<KnownDifference>& known_differences();
+/// The known differences of IPVS mode against iptables or nftables mode (issue 17 §3): the
+/// hairpin masquerade without fully-random (a normalisation, applied by classify), then the
+/// predicates in order. Anything else IPVS does differently stays not known (docs/verifier.md).
+const std::vector<KnownDifference>& ipvs_known_differences();
+/// A known difference of either list by id (nullptr if none).
+const KnownDifference* find_known_difference(const std::string& id);
 
 /// The known differences that together explain the cell (normalising ones first, then at most
 /// one predicate), or empty: a surprise.

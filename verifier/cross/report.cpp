@@ -12,12 +12,21 @@ const char* const kCoverageNote =
     "the endpoint itself (hairpin) and localhost; new, established and invalid packets; new and "
     "remembered affinity clients. Other packets to the same destinations are not covered.";
 
+const char* const kFirstPacketsNote =
+    "First packets only: one side is IPVS, whose later packets of a connection follow its connection "
+    "table (ip_vs_conn_in_get), which no program holds; established and invalid packets were not traced.";
+
 namespace {
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : "+") + x;
   return s;
+}
+
+// The known differences of the comparison's pair of modes.
+const std::vector<KnownDifference>& known_list(const CrossResult& r) {
+  return r.backend_a == "ipvs" || r.backend_b == "ipvs" ? ipvs_known_differences() : known_differences();
 }
 
 std::string family_word(IPFamily f) { return f == IPFamily::V4 ? "IPv4" : "IPv6"; }
@@ -94,6 +103,7 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
   std::string out = "kpc diff " + o.name_a + " (" + r.backend_a + ") -> " + o.name_b + " (" + r.backend_b + "), " +
                     family_word(r.family) + "\n";
   out += counts_line(r) + "\n";
+  if (r.first_packets_only) out += std::string(kFirstPacketsNote) + "\n";
   if (o.verbose) out += std::string(kCoverageNote) + "\n";
   out += r.surprises == 0 ? "verdict: every difference is a documented difference between the modes\n"
                           : "verdict: differences that are not documented between the modes\n";
@@ -130,7 +140,7 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
   }
   if (o.show_known) {
     out += "\nknown differences between kube-proxy's modes:\n";
-    for (const auto& k : known_differences()) {
+    for (const auto& k : known_list(r)) {
       auto it = r.known_counts.find(k.id);
       size_t n = it == r.known_counts.end() ? 0 : it->second;
       out += "  " + k.id + ": " + std::to_string(n) + " packets\n";
@@ -154,6 +164,7 @@ std::string cross_markdown(const CrossResult& r, const ReportOptions& o) {
   std::string out = "### kpc diff `" + o.name_a + "` (" + r.backend_a + ") → `" + o.name_b + "` (" + r.backend_b +
                     "), " + family_word(r.family) + "\n\n";
   out += counts_line(r) + " (representative packets per destination, not a per-class proof).\n\n";
+  if (r.first_packets_only) out += std::string(kFirstPacketsNote) + "\n\n";
   out += r.surprises == 0 ? "**Every difference is a documented difference between kube-proxy's modes.**\n\n"
                           : "**Differences that are not documented between the modes: read them.**\n\n";
   out += "| Service | packets | not known | known |\n|---|---:|---:|---|\n";
@@ -173,7 +184,7 @@ std::string cross_markdown(const CrossResult& r, const ReportOptions& o) {
   }
   if (o.show_known) {
     out += "\nKnown differences:\n\n";
-    for (const auto& k : known_differences()) {
+    for (const auto& k : known_list(r)) {
       auto it = r.known_counts.find(k.id);
       out += "- **" + k.id + "** (" + std::to_string(it == r.known_counts.end() ? 0 : it->second) + "): " +
              k.explanation + " — " + k.source + "\n";
@@ -187,7 +198,7 @@ nlohmann::ordered_json cross_json(const CrossResult& r, const ReportOptions& o) 
   j["a"] = {{"input", o.name_a}, {"backend", r.backend_a}};
   j["b"] = {{"input", o.name_b}, {"backend", r.backend_b}};
   j["family"] = family_word(r.family);
-  j["coverage"] = kCoverageNote;
+  j["coverage"] = r.first_packets_only ? std::string(kCoverageNote) + " " + kFirstPacketsNote : kCoverageNote;
   j["packets"] = r.packets;
   j["only_known"] = r.only_known();
   j["surprises"] = r.surprises;
@@ -216,7 +227,7 @@ nlohmann::ordered_json cross_json(const CrossResult& r, const ReportOptions& o) 
   }
   j["differences"] = diffs;
   nlohmann::ordered_json known = nlohmann::ordered_json::array();
-  for (const auto& k : known_differences()) {
+  for (const auto& k : known_list(r)) {
     auto it = r.known_counts.find(k.id);
     size_t n = it == r.known_counts.end() ? 0 : it->second;
     if (n == 0 && !o.show_known) continue;

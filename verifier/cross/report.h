@@ -23,5 +23,7 @@ nlohmann::ordered_json cross_json(const CrossResult& r, const ReportOptions& o);
 
 /// What the check covers, in one paragraph (text and docs use the same words).
 extern const char* const kCoverageNote;
+/// Added when the space held first packets only (an IPVS side: PacketSpace::first_packets_only).
+extern const char* const kFirstPacketsNote;
 
 }  // namespace kpc::verifier::cross

@@ -48,6 +48,26 @@ class IpvsFrontend : public cross::ConcreteFrontend {
       for (const auto& rs : vs.real_servers) space.add_endpoint(rs.dest.address, proto, rs.dest.port);
     }
     for (const auto& c : pod_cidrs_of(set_)) space.pod_cidrs.push_back(c);
+    // A later packet of a connection is forwarded by IPVS's connection entry, which no program
+    // holds: the tracer would answer Unknown, so the comparison asks about first packets only.
+    space.first_packets_only = true;
+  }
+
+  // The ClusterIPs (KUBE-CLUSTER-IP's first dimension): the known differences tell a ClusterIP
+  // (internalTrafficPolicy) from an external or load-balancer IP (externalTrafficPolicy) by it.
+  cross::Facts facts() const override {
+    cross::Facts f;
+    const ipset::Set* s = set_.sets.find("KUBE-CLUSTER-IP");
+    if (!s) return f;
+    for (const auto& e : s->entries) {
+      if (e.dims.empty()) continue;
+      IPAddr a;
+      a.family = set_.family;
+      size_t n = set_.family == IPFamily::V4 ? 4 : 16;
+      for (size_t b = 0; b < n; ++b) a.bytes[n - 1 - b] = static_cast<uint8_t>(e.dims[0].lo >> (8 * b));
+      if (std::find(f.cluster_ips.begin(), f.cluster_ips.end(), a) == f.cluster_ips.end()) f.cluster_ips.push_back(a);
+    }
+    return f;
   }
 
   cross::Distribution trace(const cross::Packet& p) const override {
@@ -80,7 +100,9 @@ class IpvsFrontend : public cross::ConcreteFrontend {
       x.masquerade = o.masquerade;
       x.snat = o.snat_text;
       x.mark = o.final_mark;
-      x.affinity = !o.affinity.empty();
+      // A persistence template is made only when a real server is scheduled (ip_vs_sched_persist):
+      // a rejected or dropped packet leaves no client remembered.
+      x.affinity = !o.affinity.empty() && o.verdict == trace::Verdict::Accept;
       std::string opts = o.options;
       const std::string leave = "icmp-port-unreachable (ip_vs_leave)";  // = a bare reject
       if (size_t i = opts.find(leave); i != std::string::npos) {
