@@ -85,7 +85,7 @@ ChildProcess::~ChildProcess() {
 
 bool ChildProcess::start(const std::vector<std::string>& argv, const std::string& stderr_file) {
   int in[2], out[2];
-  if (pipe(in) || pipe(out)) return false;
+  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) return false;  // no other thread's child may inherit them
   pid_ = fork();
   if (pid_ == 0) {
     int err = open(stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -100,8 +100,6 @@ bool ChildProcess::start(const std::vector<std::string>& argv, const std::string
   }
   close(in[0]), close(out[1]);
   in_ = in[1], out_ = out[0];
-  fcntl(in_, F_SETFD, FD_CLOEXEC);
-  fcntl(out_, F_SETFD, FD_CLOEXEC);
   return pid_ > 0;
 }
 

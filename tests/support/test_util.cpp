@@ -45,7 +45,10 @@ std::string temp_dir(const std::string& tag) {
 
 CommandResult run(const std::vector<std::string>& argv, const std::string& stdin_text) {
   int in[2], out[2], err[2];
-  if (pipe(in) || pipe(out) || pipe(err)) throw std::runtime_error("pipe failed");
+  // Close-on-exec: another test thread may start a process at the same moment (a long-running
+  // kpc-applier), which would otherwise inherit these ends and keep this one's outputs open
+  // forever (the ASan run of ApplierInProcess.ApplierConvergesOnAWatchedDirectory hung so).
+  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
   if (pid == 0) {
     dup2(in[0], 0), dup2(out[1], 1), dup2(err[1], 2);
