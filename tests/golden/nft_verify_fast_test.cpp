@@ -1,7 +1,8 @@
 // The fast path of nft `kpc verify` (verify_nft_texts: the transactions parsed while the prior
 // is read, both applied and listed on two threads; nft::prepare_script/apply_prepared) against
 // the sequential reference (read_nft_state, then verify_nft on a const prior: copies, apply_script
-// one after the other): the same verdict, failure (nft's rendered message, the failing
+// one after the other, listings always printed; the fast path first compares the fields the
+// listing prints): the same verdict, failure (nft's rendered message, the failing
 // program), differences, packet-level result and report text, on random clusters (the generator
 // of the property tests, a random change for the next snapshot) and random mutations of the
 // three texts (a line deleted, duplicated, moved, swapped with its neighbour, cut in half,
