@@ -1,7 +1,10 @@
 // `kpc verify` and `kpc diff` on nftables input (verify_nft.h): the nft transaction model
 // (verifier/nft) builds the states, verifier/nft_sym compares them by behaviour.
+#include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <optional>
+#include <thread>
 
 #include "compiler/driver/compile_nftables.h"
 #include "compiler/model/loader.h"
@@ -24,30 +27,6 @@ void print_nft_error(const vn::NftError& e) {
   std::string rendered = e.render();
   while (!rendered.empty() && rendered.back() == '\n') rendered.pop_back();
   print_tool_error(rendered, e.file, e.line, e.col_begin, e.message);
-}
-
-// A program file: its text (a transaction or a listing). False with the error printed.
-bool read_file(const std::string& path, uint64_t limit, std::string* out) {
-  InputText in;
-  InputError err;
-  if (!in.load(path, limit, &err)) {
-    print_input_error(err);
-    return false;
-  }
-  *out = std::string(in.view());
-  return true;
-}
-
-// A state from a program file: a listing, or a transaction applied to an empty node.
-bool read_state_file(const std::string& path, uint64_t limit, vn::NftState* out) {
-  std::string text;
-  if (!read_file(path, limit, &text)) return false;
-  vn::NftError e;
-  if (!ns::read_nft_state(text, path, out, &e)) {
-    print_nft_error(e);
-    return false;
-  }
-  return true;
 }
 
 // The three transactions from snapshots (every family the node has an address of): prior =
@@ -130,20 +109,54 @@ int run_verify_nft(const NftVerifyRequest& o) {
     }
     partial_name = "partial.nft";
     full_name = "full.nft";
-  } else {
+  }
+  ns::NftVerifyResult r;
+  ns::NftVerifyOptions vo;
+  if (o.next.empty()) {
     if (o.state.empty() || o.partial.empty() || o.full.empty()) {
       std::fprintf(stderr, "kpc verify: give --state, --partial and --full, or SNAPSHOT... --prior OLD...\n");
       return kExitError;
     }
-    bool ok = read_state_file(o.state, o.max_input_size, &prior);
-    ok = read_file(o.partial, o.max_input_size, &partial) && ok;
-    ok = read_file(o.full, o.max_input_size, &full) && ok;
-    if (!ok) return kExitError;
+    // The three files mapped (no copies); the prior read while the transactions are parsed
+    // (ns::verify_nft_texts). Messages in the order of the files: the prior's, then the others'.
+    InputText prior_in, partial_in, full_in;
+    InputError prior_err, partial_err, full_err;
+    bool prior_loaded = prior_in.load(o.state, o.max_input_size, &prior_err);
+    bool partial_loaded = partial_in.load(o.partial, o.max_input_size, &partial_err);
+    bool full_loaded = full_in.load(o.full, o.max_input_size, &full_err);
+    if (!prior_loaded) print_input_error(prior_err);
+    if (!partial_loaded || !full_loaded) {
+      if (prior_loaded) {
+        vn::NftError e;
+        if (!ns::read_nft_state(prior_in.view(), o.state, &prior, &e)) print_nft_error(e);
+      }
+      if (!partial_loaded) print_input_error(partial_err);
+      if (!full_loaded) print_input_error(full_err);
+      return kExitError;
+    }
+    if (!prior_loaded) return kExitError;
+    bool addresses_ok = std::all_of(o.local_addresses.begin(), o.local_addresses.end(),
+                                    [](const std::string& a) { return IPAddr::parse(a).has_value(); });
+    if (!addresses_ok) {
+      // As before: the prior's error first, else the address's.
+      vn::NftError e;
+      if (!ns::read_nft_state(prior_in.view(), o.state, &prior, &e)) print_nft_error(e);
+      else locals(o.local_addresses, local, "verify", &local);
+      return kExitError;
+    }
+    if (!locals(o.local_addresses, local, "verify", &local)) return kExitError;
+    vo.local_addresses = local;
+    vn::NftError e;
+    if (!ns::verify_nft_texts(prior_in.view(), o.state, partial_in.view(), full_in.view(), vo, partial_name,
+                              full_name, &r, &e)) {
+      print_nft_error(e);
+      return kExitError;
+    }
+  } else {
+    if (!locals(o.local_addresses, local, "verify", &local)) return kExitError;
+    vo.local_addresses = local;
+    r = ns::verify_nft(std::move(prior), partial, full, vo, partial_name, full_name);
   }
-  if (!locals(o.local_addresses, local, "verify", &local)) return kExitError;
-  ns::NftVerifyOptions vo;
-  vo.local_addresses = local;
-  auto r = ns::verify_nft(prior, partial, full, vo, partial_name, full_name);
   std::string report = o.format == "json"       ? ns::format_json(r)
                        : o.format == "markdown" ? ns::format_markdown(r)
                        : o.verbose              ? ns::format_text(r, true)
@@ -160,10 +173,37 @@ int run_verify_nft(const NftVerifyRequest& o) {
 }
 
 int run_diff_nft(const NftDiffRequest& o) {
+  // Both sides read on two threads (two independent states); messages in the files' order.
   vn::NftState before, after;
-  bool ok = read_state_file(o.before, o.max_input_size, &before);
-  ok = read_state_file(o.after, o.max_input_size, &after) && ok;
-  if (!ok) return kExitError;
+  InputText before_in, after_in;
+  InputError before_load, after_load;
+  bool before_loaded = before_in.load(o.before, o.max_input_size, &before_load);
+  bool after_loaded = after_in.load(o.after, o.max_input_size, &after_load);
+  vn::NftError before_err, after_err;
+  bool before_ok = false, after_ok = false;
+  {
+    std::exception_ptr side_error;
+    std::thread side([&] {
+      try {
+        if (after_loaded) after_ok = ns::read_nft_state(after_in.view(), o.after, &after, &after_err);
+      } catch (...) {
+        side_error = std::current_exception();
+      }
+    });
+    try {
+      if (before_loaded) before_ok = ns::read_nft_state(before_in.view(), o.before, &before, &before_err);
+    } catch (...) {
+      side.join();
+      throw;
+    }
+    side.join();
+    if (side_error) std::rethrow_exception(side_error);
+  }
+  if (!before_loaded) print_input_error(before_load);
+  else if (!before_ok) print_nft_error(before_err);
+  if (!after_loaded) print_input_error(after_load);
+  else if (!after_ok) print_nft_error(after_err);
+  if (!before_ok || !after_ok) return kExitError;
   std::vector<IPAddr> derived;
   std::vector<std::string> why;
   for (const auto* st : {&before, &after})

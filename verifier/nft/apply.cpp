@@ -1740,6 +1740,14 @@ std::string line_of(std::string_view text, int line) {
 // The expanded commands (table blocks and sets with elements split as nft_cmd_expand does).
 // The parsed commands are moved, not copied.
 std::vector<Command> expand(std::vector<Command>& cmds) {
+  // Nothing to expand (no table block, no set with elements): the commands as they are.
+  bool any = false;
+  for (const auto& c : cmds)
+    if (!c.block.empty() || ((c.obj == Obj::Set || c.obj == Obj::Map) && c.set->has_elements && !c.set->elements.empty())) {
+      any = true;
+      break;
+    }
+  if (!any) return std::move(cmds);
   size_t n = 0;
   for (const auto& c : cmds) n += 2 + c.block.size();
   std::vector<Command> out;
@@ -1786,6 +1794,19 @@ NftError make_error(const Err& e, std::string_view file, std::string_view text) 
 
 }  // namespace
 
+namespace {
+ApplyResult parse_failed(const ParseFailure& f, std::string_view file_name, std::string_view text) {
+  ApplyResult res;
+  Err e{f.loc, f.not_modelled ? "not modelled by kpc: " + f.message : f.message, true};
+  if (!f.not_modelled) e.not_modelled = false;
+  res.errors.push_back(make_error(e, file_name, text));
+  res.error = res.errors.front();
+  return res;
+}
+ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::string_view text,
+                           std::string_view file_name, bool listing, std::vector<Command>* expanded);
+}  // namespace
+
 ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view file_name, bool listing,
                        std::vector<Command>* expanded) {
   ApplyResult res;
@@ -1795,11 +1816,7 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
     try {
       parsed = parse_script(text);
     } catch (const ParseFailure& f) {
-      Err e{f.loc, f.not_modelled ? "not modelled by kpc: " + f.message : f.message, true};
-      if (!f.not_modelled) e.not_modelled = false;
-      res.errors.push_back(make_error(e, file_name, text));
-      res.error = res.errors.front();
-      return res;
+      return parse_failed(f, file_name, text);
     }
     if (listing)
       for (const auto& c : parsed)
@@ -1811,6 +1828,14 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
         }
     cmds = expand(parsed);
   }
+  return apply_commands(state, std::move(cmds), text, file_name, listing, expanded);
+}
+
+namespace {
+// The application of parsed, expanded commands (nft's evaluation, then the kernel's batch).
+ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::string_view text,
+                           std::string_view file_name, bool listing, std::vector<Command>* expanded) {
+  ApplyResult res;
   res.operations = cmds.size();
   for (size_t i = 0; i < cmds.size(); ++i) cmds[i].seq = i;
   // The batch is applied to the state itself; an undo log takes it back when it fails.
@@ -1885,8 +1910,42 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
   return res;
 }
 
+}  // namespace
+
 ApplyResult apply_script(NftState& state, std::string_view text, std::string_view file_name) {
   return apply_impl(state, text, file_name, false, nullptr);
+}
+
+struct PreparedScript::Impl {
+  std::vector<Command> cmds;
+  std::optional<ParseFailure> failure;
+};
+
+PreparedScript::PreparedScript() = default;
+PreparedScript::~PreparedScript() = default;
+PreparedScript::PreparedScript(PreparedScript&&) noexcept = default;
+PreparedScript& PreparedScript::operator=(PreparedScript&&) noexcept = default;
+
+PreparedScript prepare_script(std::string_view text) {
+  PreparedScript p;
+  p.impl_ = std::make_unique<PreparedScript::Impl>();
+  std::vector<Command> parsed;
+  try {
+    parsed = parse_script(text);
+  } catch (const ParseFailure& f) {
+    p.impl_->failure = f;
+    return p;
+  }
+  p.impl_->cmds = expand(parsed);
+  return p;
+}
+
+ApplyResult apply_prepared(NftState& state, PreparedScript&& script, std::string_view text,
+                           std::string_view file_name) {
+  if (!script.impl_) return apply_script(state, text, file_name);
+  std::unique_ptr<PreparedScript::Impl> im = std::move(script.impl_);
+  if (im->failure) return parse_failed(*im->failure, file_name, text);
+  return apply_commands(state, std::move(im->cmds), text, file_name, false, nullptr);
 }
 
 }  // namespace kpc::verifier::nft

@@ -207,6 +207,25 @@ class NftState {
 /// Applies a script atomically (see the file comment). file_name is used in messages.
 ApplyResult apply_script(NftState& state, std::string_view text, std::string_view file_name);
 
+/// A script parsed (and expanded, as nft does) before it is applied: apply_script in two
+/// steps, so that a caller can parse on another thread (prepare_script touches no state).
+/// apply_prepared(state, prepare_script(text), text, file) is apply_script(state, text, file):
+/// the same state, result, errors and messages (a syntax error is reported when applied).
+/// text must be the same text and outlive the prepared script; a prepared script is used once
+/// (a moved-from or default one re-parses text).
+class PreparedScript {
+ public:
+  PreparedScript();
+  ~PreparedScript();
+  PreparedScript(PreparedScript&&) noexcept;
+  PreparedScript& operator=(PreparedScript&&) noexcept;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;  ///< internal
+};
+PreparedScript prepare_script(std::string_view text);
+ApplyResult apply_prepared(NftState& state, PreparedScript&& script, std::string_view text,
+                           std::string_view file_name);
+
 /// Reads `nft list ruleset` / `nft list table ...` output (with or without `-a` handles) into
 /// *out (replacing it). False with *err set when the text is not such a listing or names
 /// something kpc does not model.

@@ -1,5 +1,6 @@
 // nft's input: tokens with locations, commands (one a line, as knftables writes them) and
 // `table ... { ... }` blocks (as `nft list ruleset` prints them).
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <deque>
@@ -233,6 +234,9 @@ class Parser {
 
   std::vector<Command> script() {
     std::vector<Command> out;
+    // One command a line is the common shape: reserving for every line saves the vector's
+    // regrowth (moving 360-byte commands, touching twice the memory).
+    out.reserve(static_cast<size_t>(std::count(src_.begin(), src_.end(), '\n')) + 1);
     while (true) {
       skip_separators();
       release();

@@ -194,10 +194,11 @@ class RuleParser {
         if (i) out += ' ';
         out += parts[i];
       }
-      r.canonical = out;
-      r.refs = refs_;
-      r.ref_locs = ref_locs_;
-      r.anon_sets = anon_;
+      // (moved: the parser is not read again)
+      r.canonical = std::move(out);
+      r.refs = std::move(refs_);
+      r.ref_locs = std::move(ref_locs_);
+      r.anon_sets = std::move(anon_);
     } catch (const Bad& b) {
       // Not kube-proxy's vocabulary: keep the text, find references as knftables' fake does.
       r.canonicalized = false;
@@ -755,9 +756,9 @@ ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, Family 
   RuleParser p(src, toks, 0, n, family);
   ParsedRule r = p.parse();
   if (r.canonicalized) {
-    for (auto& [name, types] : p.vmap_types_) r.typed_refs.push_back({name, types, ParsedRule::Ref::Map});
-    for (auto& [name, types] : p.lookup_types_) r.typed_refs.push_back({name, types, ParsedRule::Ref::Set});
-    for (auto& [name, types] : p.dyn_types_) r.typed_refs.push_back({name, types, ParsedRule::Ref::Dynset});
+    for (auto& [name, types] : p.vmap_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Map});
+    for (auto& [name, types] : p.lookup_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Set});
+    for (auto& [name, types] : p.dyn_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Dynset});
   }
   return r;
 }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <exception>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -145,25 +147,27 @@ bool read_nft_state(std::string_view text, std::string_view file_name, nft::NftS
   return true;
 }
 
-NftVerifyResult verify_nft(const nft::NftState& prior, std::string_view partial, std::string_view full,
-                           const NftVerifyOptions& vo, std::string_view partial_name, std::string_view full_name) {
+namespace {
+
+// The verdict from the two applications (a: prior + partial, b: prior + full) and, when
+// both apply, the two listings (computed by listings(), possibly side by side).
+template <class Listings>
+NftVerifyResult conclude(nft::NftState& a, nft::NftState& b, const nft::ApplyResult& ra, const nft::ApplyResult& rb,
+                         const NftVerifyOptions& vo, Listings listings) {
   NftVerifyResult r;
-  nft::NftState a = prior, b = prior;  // a: prior + partial, b: prior + full
-  auto rb = nft::apply_script(b, full, full_name);
   if (!rb.ok) {
     r.verdict = Verdict::FailsToApply;
     r.failure = *rb.error;
     r.failing_program = "full";
     return r;
   }
-  auto ra = nft::apply_script(a, partial, partial_name);
   if (!ra.ok) {
     r.verdict = Verdict::FailsToApply;
     r.failure = *ra.error;
     r.failing_program = "partial";
     return r;
   }
-  if (nft::print_ruleset(a) == nft::print_ruleset(b)) return r;
+  if (listings()) return r;
   r.verdict = Verdict::Equivalent;
   r.differences = object_differences(a, b);
   bool reachable = false;
@@ -179,6 +183,131 @@ NftVerifyResult verify_nft(const nft::NftState& prior, std::string_view partial,
   else
     r.verdict = Verdict::Equivalent;
   return r;
+}
+
+// Are the two states' listings (`nft list ruleset`, no handles) equal? First a walk over
+// exactly the fields print_ruleset reads, in the order it reads them (tables, their flags and
+// comment; sets: name, kind, key and data types, flags, policy, size, timeouts, auto-merge,
+// comment, elements in their order with every printed field and the bytes they are sorted by;
+// flowtables; chains: name, comment, base properties, rules' canonical texts): equal fields
+// print equal listings. Anything else (elements in another insertion order, say) is decided
+// by printing both, as the sequential path does.
+bool same_printed_fields(const nft::NftState& a, const nft::NftState& b) {
+  if (a.tables.size() != b.tables.size()) return false;
+  for (size_t i = 0; i < a.tables.size(); ++i) {
+    const nft::Table &ta = a.tables[i], &tb = b.tables[i];
+    if (ta.family != tb.family || ta.name != tb.name || ta.flags != tb.flags || ta.comment != tb.comment ||
+        ta.sets.size() != tb.sets.size() || ta.chains.size() != tb.chains.size() ||
+        ta.flowtables.size() != tb.flowtables.size())
+      return false;
+    for (size_t k = 0; k < ta.sets.size(); ++k) {
+      const nft::Set &sa = ta.sets[k], &sb = tb.sets[k];
+      if (sa.name != sb.name || sa.is_map != sb.is_map || sa.key != sb.key || sa.key_names != sb.key_names ||
+          sa.data != sb.data || sa.data_name != sb.data_name || sa.flags != sb.flags || sa.policy != sb.policy ||
+          sa.size != sb.size || sa.size_implied != sb.size_implied || sa.timeout_ms != sb.timeout_ms ||
+          sa.gc_interval_ms != sb.gc_interval_ms || sa.auto_merge != sb.auto_merge || sa.comment != sb.comment ||
+          sa.elements.size() != sb.elements.size())
+        return false;
+      for (size_t e = 0; e < sa.elements.size(); ++e) {
+        const nft::Element &ea = sa.elements[e], &eb = sb.elements[e];
+        if (ea.key != eb.key || ea.sort_key != eb.sort_key || ea.comment != eb.comment || ea.value != eb.value ||
+            ea.timeout != eb.timeout || ea.expires != eb.expires)
+          return false;
+      }
+    }
+    for (size_t k = 0; k < ta.flowtables.size(); ++k) {
+      const nft::Flowtable &fa = ta.flowtables[k], &fb = tb.flowtables[k];
+      if (fa.name != fb.name || fa.hook != fb.hook || fa.priority != fb.priority || fa.devices != fb.devices) return false;
+    }
+    for (size_t k = 0; k < ta.chains.size(); ++k) {
+      const nft::Chain &ca = ta.chains[k], &cb = tb.chains[k];
+      if (ca.name != cb.name || ca.comment != cb.comment || ca.base != cb.base || ca.type != cb.type ||
+          ca.hook != cb.hook || ca.priority != cb.priority || ca.device != cb.device || ca.policy != cb.policy ||
+          ca.rules.size() != cb.rules.size())
+        return false;
+      for (size_t r = 0; r < ca.rules.size(); ++r)
+        if (ca.rules[r].canonical != cb.rules[r].canonical) return false;
+    }
+  }
+  return true;
+}
+
+// Runs f on a second thread while g runs on this one; an exception of either is rethrown
+// here once both are done.
+template <class F, class G>
+void side_by_side(F f, G g) {
+  std::exception_ptr side_error;
+  std::thread side([&] {
+    try {
+      f();
+    } catch (...) {
+      side_error = std::current_exception();
+    }
+  });
+  try {
+    g();
+  } catch (...) {
+    side.join();
+    throw;
+  }
+  side.join();
+  if (side_error) std::rethrow_exception(side_error);
+}
+
+// Applies the partial to a copy of the prior and the full to the prior itself, on two threads,
+// then compares the listings, printed on two threads. (The copy is made before either side
+// changes anything; each thread then owns its state, so no look-up index is built by two
+// threads at once.) The result is verify_nft's: the full's failure first, then the partial's.
+NftVerifyResult verify_prepared(nft::NftState&& prior, nft::PreparedScript partial_script,
+                                nft::PreparedScript full_script, std::string_view partial, std::string_view full,
+                                const NftVerifyOptions& vo, std::string_view partial_name,
+                                std::string_view full_name) {
+  nft::NftState b = std::move(prior);  // prior + full
+  nft::NftState a = b;                 // prior + partial
+  nft::ApplyResult ra, rb;
+  side_by_side([&] { ra = nft::apply_prepared(a, std::move(partial_script), partial, partial_name); },
+               [&] { rb = nft::apply_prepared(b, std::move(full_script), full, full_name); });
+  return conclude(a, b, ra, rb, vo, [&] {
+    if (same_printed_fields(a, b)) return true;
+    std::string la, lb;
+    side_by_side([&] { la = nft::print_ruleset(a); }, [&] { lb = nft::print_ruleset(b); });
+    return la == lb;
+  });
+}
+
+}  // namespace
+
+NftVerifyResult verify_nft(const nft::NftState& prior, std::string_view partial, std::string_view full,
+                           const NftVerifyOptions& vo, std::string_view partial_name, std::string_view full_name) {
+  nft::NftState a = prior, b = prior;  // a: prior + partial, b: prior + full
+  auto rb = nft::apply_script(b, full, full_name);
+  nft::ApplyResult ra;
+  if (rb.ok) ra = nft::apply_script(a, partial, partial_name);
+  return conclude(a, b, ra, rb, vo, [&] { return nft::print_ruleset(a) == nft::print_ruleset(b); });
+}
+
+NftVerifyResult verify_nft(nft::NftState&& prior, std::string_view partial, std::string_view full,
+                           const NftVerifyOptions& vo, std::string_view partial_name, std::string_view full_name) {
+  nft::PreparedScript pp, pf;
+  side_by_side([&] { pf = nft::prepare_script(full); }, [&] { pp = nft::prepare_script(partial); });
+  return verify_prepared(std::move(prior), std::move(pp), std::move(pf), partial, full, vo, partial_name, full_name);
+}
+
+bool verify_nft_texts(std::string_view prior_text, std::string_view prior_name, std::string_view partial,
+                      std::string_view full, const NftVerifyOptions& vo, std::string_view partial_name,
+                      std::string_view full_name, NftVerifyResult* out, nft::NftError* prior_error) {
+  nft::PreparedScript pp, pf;
+  nft::NftState prior;
+  bool prior_ok = false;
+  side_by_side(
+      [&] {
+        pf = nft::prepare_script(full);
+        pp = nft::prepare_script(partial);
+      },
+      [&] { prior_ok = read_nft_state(prior_text, prior_name, &prior, prior_error); });
+  if (!prior_ok) return false;
+  *out = verify_prepared(std::move(prior), std::move(pp), std::move(pf), partial, full, vo, partial_name, full_name);
+  return true;
 }
 
 std::string format_text(const NftVerifyResult& r, bool verbose) {

@@ -43,8 +43,22 @@ NftVerifyResult verify_nft(const nft::NftState& prior, std::string_view partial,
                            const NftVerifyOptions& options = {}, std::string_view partial_name = "partial",
                            std::string_view full_name = "full");
 
+/// The same with the prior taken over (no copy of it is made for the full's side).
+NftVerifyResult verify_nft(nft::NftState&& prior, std::string_view partial, std::string_view full,
+                           const NftVerifyOptions& options = {}, std::string_view partial_name = "partial",
+                           std::string_view full_name = "full");
+
 /// Reads a prior state: an `nft list ruleset` listing or a transaction applied to an empty node.
 bool read_nft_state(std::string_view text, std::string_view file_name, nft::NftState* out, nft::NftError* err);
+
+/// `kpc verify --state PRIOR --partial P --full F` from the three texts: read_nft_state of
+/// the prior, then verify_nft — the same result, errors and messages — with the work spread
+/// over two threads (the transactions are parsed while the prior is read; the partial's and
+/// the full's applications, and the two listings, run side by side). False with *prior_error
+/// when the prior cannot be read (read_nft_state's error).
+bool verify_nft_texts(std::string_view prior_text, std::string_view prior_name, std::string_view partial,
+                      std::string_view full, const NftVerifyOptions& options, std::string_view partial_name,
+                      std::string_view full_name, NftVerifyResult* out, nft::NftError* prior_error);
 
 std::string format_text(const NftVerifyResult& r, bool verbose = false);
 std::string format_json(const NftVerifyResult& r);
