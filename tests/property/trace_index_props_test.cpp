@@ -10,7 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/test_util.h"
+#include "verifier/cross/compare.h"
+#include "verifier/cross/frontend.h"
 #include "verifier/ipset/ipset.h"
+#include "verifier/nft/nft.h"
+#include "verifier/nft_trace/tracer.h"
 #include "verifier/state/state.h"
 #include "verifier/trace/tracer.h"
 
@@ -39,7 +44,7 @@ const T& pick(const T (&a)[N]) {
 }
 
 // One rule's matches (iptables-save order: -s/-d, -i, -p, then modules).
-std::string gen_matches(bool nat) {
+std::string gen_matches(bool nat, bool* with_proto) {
   std::string m;
   int d = *rc::gen::inRange(0, 10);
   bool neg_d = *rc::gen::inRange(0, 6) == 0;
@@ -54,7 +59,8 @@ std::string gen_matches(bool nat) {
     proto = pick(kProtos);
     m += std::string(p == 0 ? " ! -p " : " -p ") + proto;
   }
-  if (!proto.empty() && p != 0) {
+  *with_proto = !proto.empty() && p != 0;
+  if (*with_proto) {
     int k = *rc::gen::inRange(0, 8);
     std::string port = std::to_string(pick(kPorts));
     if (k <= 3) m += " -m " + proto + " --dport " + port;
@@ -80,12 +86,13 @@ std::string gen_matches(bool nat) {
   return m;
 }
 
-std::string gen_target(bool nat, int chains, int self) {
+std::string gen_target(bool nat, int chains, int self, bool with_proto) {
   int k = *rc::gen::inRange(0, 10);
   if (k <= 2 && self + 1 < chains) return " -j C" + std::to_string(*rc::gen::inRange(self + 1, chains));
   if (k == 3) return " -j MARK --set-xmark 0x4000/0x4000";
   if (k == 4) return " -j RETURN";
-  if (k == 5) return nat ? " -j DNAT --to-destination " + std::string(pick(kAddrs)) + ":8080" : " -j DROP";
+  // A DNAT port needs -p (iptables refuses it otherwise).
+  if (k == 5) return nat ? " -j DNAT --to-destination " + std::string(pick(kAddrs)) + (with_proto ? ":8080" : "") : " -j DROP";
   if (k == 6) return nat ? " -j MARK --or-mark 0x1" : " -j REJECT";
   if (k == 7) return " -j ACCEPT";
   return "";  // no target: counts, continues
@@ -105,7 +112,11 @@ std::string gen_program() {
       out += std::string("-A ") + b + " -j C0\n";
     for (int c = 0; c < chains; ++c) {
       int n = c == 0 ? *rc::gen::inRange(1, 60) : *rc::gen::inRange(0, 6);
-      for (int i = 0; i < n; ++i) out += "-A C" + std::to_string(c) + gen_matches(nat) + gen_target(nat, chains, c) + "\n";
+      for (int i = 0; i < n; ++i) {
+        bool with_proto = false;
+        std::string m = gen_matches(nat, &with_proto);
+        out += "-A C" + std::to_string(c) + m + gen_target(nat, chains, c, with_proto) + "\n";
+      }
     }
     if (nat) out += "-A POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE\n";
     out += "COMMIT\n";
@@ -131,14 +142,14 @@ Packet gen_packet() {
   return p;
 }
 
-std::string show(const TraceResult& r) {
+std::string show(const TraceResult& r, bool paths = true) {
   std::string s;
   for (const auto& n : r.notes) s += "note " + n + "\n";
   for (const auto& o : r.outcomes) {
     s += o.probability.fraction() + " " + verdict_name(o.verdict) + " " + o.route + " " + o.dnat_text + " m" +
          std::to_string(o.masquerade) + " " + o.snat_text + " mark" + std::to_string(o.final_mark) + " [" + o.options +
          "] {" + affinity_text(o.affinity, [](const std::string& l) { return l; }) + "} " + o.unknown_reason + "\n";
-    for (const auto& st : o.path)
+    for (const auto& st : paths ? o.path : std::vector<Step>{})
       s += "  " + std::to_string(st.kind) + " " + ir::table_name(st.table) + " " + st.chain + " #" +
            std::to_string(st.rule_no) + " " + st.text + " (" + st.note + ") " + st.comment + "\n";
     for (const auto& v : o.services) s += "  service " + v + "\n";
@@ -151,7 +162,7 @@ RC_GTEST_PROP(TraceIndexProps, IndexedWalkEqualsThePlainWalk, ()) {
   RulesetState st = RulesetState::empty(IPFamily::V4);
   ParseError pe;
   auto applied = apply_text(st, program, ApplyOptions{true, Flavor::Legacy}, &pe);
-  RC_ASSERT(applied.ok());
+  if (!applied.ok()) RC_FAIL("program refused: " + pe.message + "\n" + program);
   ipset::Table sets;
   std::string err;
   RC_ASSERT(ipset::parse_save(kIpsets, &sets, &err));
@@ -162,10 +173,22 @@ RC_GTEST_PROP(TraceIndexProps, IndexedWalkEqualsThePlainWalk, ()) {
   TraceOptions indexed = plain;
   indexed.index_chains = true;
   indexed.index_min_rules = 1;  // every chain, the short ones too
-  Tracer a(st, plain), b(st, indexed);
+  // And without paths (the cross-mode diff's tracers): the same outcomes and services.
+  TraceOptions lean = indexed;
+  lean.record_paths = false;
+  Tracer a(st, plain), b(st, indexed), c(st, lean);
   for (int n = 0; n < 12; ++n) {
     Packet p = gen_packet();
-    RC_ASSERT(show(a.trace(p)) == show(b.trace(p)));
+    TraceResult ra = a.trace(p);
+    std::string want = show(ra), got = show(b.trace(p));
+    if (want != got)
+      RC_FAIL(program + "\npacket to " + host_port(p.dst, p.dport) + " proto " + proto_name(p.proto) +
+              "\nplain:\n" + want + "indexed:\n" + got);
+    TraceResult rc = c.trace(p);
+    for (const auto& o : rc.outcomes) RC_ASSERT(o.path.empty());
+    want = show(ra, false), got = show(rc, false);
+    if (want != got)
+      RC_FAIL(program + "\npacket to " + host_port(p.dst, p.dport) + "\nwith paths:\n" + want + "without:\n" + got);
   }
 }
 
@@ -204,6 +227,65 @@ TEST(TraceIndex, LongChainWalkReadsOnlyCandidates) {
     EXPECT_EQ(r.outcomes[0].dnat_text, "10.244.0.2:53");
     EXPECT_EQ(r.outcomes[0].path.back().rule_no, 2001u);
   }
+}
+
+// The nft tracer without paths (TraceOptions::record_paths = false, as the cross-mode diff runs
+// it) gives the outcomes and services it gives with paths: every packet of the cross diff's
+// space of the example's program, new and remembered clients.
+TEST(NftTraceLean, SameOutcomesAndServicesWithoutPaths) {
+  namespace nt = nft_trace;
+  nft::NftState state;
+  ASSERT_TRUE(nft::apply_script(state, test::read_file(test::source_path("fixtures/example/expected/nftables-ipv4.nft")),
+                                "nftables-ipv4.nft")
+                  .ok);
+  std::vector<IPAddr> local = {*IPAddr::parse("192.168.0.10")};
+  auto fe = cross::make_nft_frontend(state, IPFamily::V4, local);
+  cross::PacketSpace space;
+  space.local_addresses = local;
+  fe->cut_points(space);
+  nt::TraceOptions with;
+  with.local_addresses = local;
+  nt::TraceOptions without = with;
+  without.record_paths = false;
+  nt::Tracer a(state, with), b(state, without);
+  auto show_nft = [](const nt::TraceResult& r) {
+    std::string s;
+    for (const auto& n : r.notes) s += "note " + n + "\n";
+    for (const auto& o : r.outcomes) {
+      s += o.probability.fraction() + " " + verdict_name(o.verdict) + " " + o.route + " " + o.dnat_text + " m" +
+           std::to_string(o.masquerade) + " " + o.snat_text + " mark" + std::to_string(o.final_mark) + " [" +
+           o.options + "] " + o.unknown_reason + "\n";
+      for (const auto& x : o.affinity) s += "  affinity " + x + "\n";
+      for (const auto& v : o.services) s += "  service " + v + "\n";
+    }
+    return s;
+  };
+  size_t traced = 0, with_services = 0;
+  for (const auto& cp : cross::packets(space)) {
+    nt::Packet p;
+    p.src = cp.src;
+    p.dst = cp.dst;
+    p.proto = cp.proto;
+    p.sport = cp.sport;
+    p.dport = cp.dport;
+    p.origin = cp.origin;
+    if (!cp.in_iface.empty()) p.in_iface = cp.in_iface;
+    p.ctstate = cp.ctstate;
+    for (int remembered = 0; remembered < 2; ++remembered) {
+      if (remembered) {
+        for (const auto& tb : state.tables)
+          for (const auto& set : tb.sets)
+            if (set.name.rfind("affinity-", 0) == 0) p.remembered.push_back(set.name);
+      }
+      nt::TraceResult ra = a.trace(p), rb = b.trace(p);
+      for (const auto& o : rb.outcomes) EXPECT_TRUE(o.path.empty());
+      ASSERT_EQ(show_nft(ra), show_nft(rb)) << cp.text();
+      ++traced;
+      with_services += !ra.outcomes.empty() && !ra.outcomes[0].services.empty();
+    }
+  }
+  EXPECT_GT(traced, 50u);
+  EXPECT_GT(with_services, 20u) << "the services of a path are compared";
 }
 
 }  // namespace

@@ -157,6 +157,7 @@ class IptablesFrontend : public ConcreteFrontend {
     trace::TraceOptions o;
     o.local_addresses = std::move(local);
     o.ipsets = ipsets;
+    o.record_paths = false;  // the comparison reads outcomes and services only
     return o;
   }
 
@@ -296,6 +297,7 @@ class NftFrontend : public ConcreteFrontend {
     nft_trace::TraceOptions o;
     o.local_addresses = std::move(local);
     o.kernel_numgen = kernel_numgen;
+    o.record_paths = false;  // the comparison reads outcomes and services only
     return o;
   }
 

@@ -65,6 +65,7 @@ struct Exec {
   std::set<std::pair<std::string, std::string>> updated;  ///< (set, key text) this packet added
   Fraction prob;
   std::vector<Step> path;
+  std::vector<std::string> services;  ///< without paths (TraceOptions::record_paths): named so far
   std::vector<Stage> plan;
   size_t stage = 0;
   std::vector<Frame> stack;
@@ -178,10 +179,27 @@ struct Tracer::Impl {
     return s;
   }
 
+  // Without paths: the services a step would name (its chain's, then its comment's), in the
+  // order finish reads them from the path.
+  void name_services(Exec& e, const std::string& chain, const std::string& comment) {
+    for (const std::string& svc : {service_from_chain(chain), trace::service_from_comment(comment)})
+      if (!svc.empty() && std::find(e.services.begin(), e.services.end(), svc) == e.services.end())
+        e.services.push_back(svc);
+  }
+  void push_step(Exec& e, Step::Kind kind) {
+    if (t.options_.record_paths) {
+      e.path.push_back(make_step(e, kind));
+      return;
+    }
+    static const std::string none;
+    name_services(e, e.stack.empty() ? none : e.stack.back().chain->name,
+                  e.rule && e.model ? e.model->comment : none);
+  }
+
   void record_step(Exec& e) {
     if (e.step_recorded || !e.rule) return;
     e.step_recorded = true;
-    e.path.push_back(make_step(e, Step::Rule));
+    push_step(e, Step::Rule);
   }
 
   void finish(Exec& e, Verdict v, std::string reason = {}) {
@@ -212,13 +230,14 @@ struct Tracer::Impl {
         if (!svc.empty() && std::find(o.services.begin(), o.services.end(), svc) == o.services.end())
           o.services.push_back(svc);
     }
+    if (!t.options_.record_paths) o.services = std::move(e.services);
     o.path = std::move(e.path);
     result.outcomes.push_back(std::move(o));
   }
 
   void unknown(Exec& e, std::string why) {
     if (e.rule) {
-      e.path.push_back(make_step(e, Step::Unknown));
+      push_step(e, Step::Unknown);
       e.step_recorded = true;
     }
     finish(e, Verdict::Unknown, std::move(why));
@@ -490,10 +509,14 @@ struct Tracer::Impl {
     const nft::Chain* b = e.plan[e.stage].chain;
     if (b->policy == "drop") {
       e.rule = nullptr;
-      Step s = make_step(e, Step::Policy);
-      s.chain = b->name;
-      s.text = "policy drop";
-      e.path.push_back(s);
+      if (t.options_.record_paths) {
+        Step s = make_step(e, Step::Policy);
+        s.chain = b->name;
+        s.text = "policy drop";
+        e.path.push_back(s);
+      } else {
+        name_services(e, b->name, "");
+      }
       finish(e, Verdict::Drop);
       return Flow::Finished;
     }
@@ -569,8 +592,10 @@ struct Tracer::Impl {
             if (!el->value || !read_verdict(*el->value, &v))
               return unknown(e, "map @" + s.set + ": value not modelled"), Flow::Finished;
           }
-          std::string n = "vmap: " + v.text();
-          e.note = e.note.empty() ? n : e.note + "; " + n;
+          if (t.options_.record_paths) {
+            std::string n = "vmap: " + v.text();
+            e.note = e.note.empty() ? n : e.note + "; " + n;
+          }
           return verdict(e, v);
         }
         case Stmt::Verdict:
@@ -661,8 +686,9 @@ struct Tracer::Impl {
       Exec c = e;
       c.prob = e.prob * share;
       c.numgen = k.numgen_offset + v;
-      c.note = "numgen: " + std::to_string(k.numgen_offset + v) + " of mod " + std::to_string(k.numgen_mod) +
-               ", p = " + share.fraction();
+      if (t.options_.record_paths)
+        c.note = "numgen: " + std::to_string(k.numgen_offset + v) + " of mod " + std::to_string(k.numgen_mod) +
+                 ", p = " + share.fraction();
       run(std::move(c));
     }
   }

@@ -77,6 +77,9 @@ struct TraceOptions {
   /// numgen random shares: false (default) exactly 1/N each, as documented and as issue 16
   /// asks; true the kernel's reciprocal_scale split, numgen_kernel_share() (within 2^-32 of 1/N).
   bool kernel_numgen = false;
+  /// false: outcomes carry no path (nor its notes); the services the path names are still given
+  /// (as trace::TraceOptions::record_paths).
+  bool record_paths = true;
 };
 
 /// The kernel's probability of `numgen random mod n` giving value v (0 <= v < n):

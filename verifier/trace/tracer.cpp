@@ -196,6 +196,7 @@ struct Exec {
   std::vector<RecentUse> affinity;  ///< recent lists written so far
   Probability prob;
   std::vector<Step> path;
+  std::vector<std::string> services;  ///< without paths (TraceOptions::record_paths): named so far
   std::vector<Stage> plan;
   size_t stage = 0;
   std::vector<Frame> stack;
@@ -420,6 +421,22 @@ struct Tracer::Impl {
     return s;
   }
 
+  // A rule on the path: its Step (the note is made only then), or without paths the service
+  // its comment names (what finish would read from the Step).
+  template <typename Note>
+  void add_step(Exec& e, Step::Kind kind, const Frame& f, uint32_t id, Note note) {
+    if (t.options_.record_paths) {
+      e.path.push_back(make_step(kind, e, f, id, note()));
+      return;
+    }
+    const std::string& svc = t.rule_service(e.plan[e.stage].table, f.chain->name, id);
+    if (!svc.empty() && std::find(e.services.begin(), e.services.end(), svc) == e.services.end())
+      e.services.push_back(svc);
+  }
+  void add_step(Exec& e, Step::Kind kind, const Frame& f, uint32_t id) {
+    add_step(e, kind, f, id, [] { return std::string(); });
+  }
+
   void finish(Exec& e, Verdict v, std::string reason = {}) {
     if (e.prob.is_zero()) return;
     if (truncating || result.outcomes.size() >= t.options_.max_outcomes) {
@@ -450,6 +467,7 @@ struct Tracer::Impl {
       if (!svc.empty() && std::find(o.services.begin(), o.services.end(), svc) == o.services.end())
         o.services.push_back(svc);
     }
+    if (!t.options_.record_paths) o.services = std::move(e.services);
     o.path = std::move(e.path);
     result.outcomes.push_back(std::move(o));
   }
@@ -775,7 +793,7 @@ struct Tracer::Impl {
     if (!e.stack.empty()) return Flow::Continue;
     const Chain* b = e.builtin;
     bool dropping = b->policy == "DROP";
-    if (!b->rules.empty() || dropping) {
+    if ((!b->rules.empty() || dropping) && t.options_.record_paths) {
       Step s;
       s.kind = Step::Policy;
       s.table = e.plan[e.stage].table;
@@ -795,7 +813,7 @@ struct Tracer::Impl {
     const Stage& st = e.plan[e.stage];
     const ir::Target& tg = r.target;
     auto unknown = [&](std::string why) {
-      e.path.back().kind = Step::Unknown;
+      if (!e.path.empty()) e.path.back().kind = Step::Unknown;
       finish(e, Verdict::Unknown, std::move(why));
       return Flow::Finished;
     };
@@ -950,7 +968,7 @@ struct Tracer::Impl {
       TableId tid = e.plan[e.stage].table;
       const ir::Rule* r = t.rule(tid, f.chain->name, id);
       if (!r) {
-        e.path.push_back(make_step(Step::Unknown, e, f, id));
+        add_step(e, Step::Unknown, f, id);
         finish(e, Verdict::Unknown, "rule text does not re-parse");
         return;
       }
@@ -958,7 +976,7 @@ struct Tracer::Impl {
       e.affinity.insert(e.affinity.end(), ev.fx.begin(), ev.fx.end());
       if (ev.tri == Tri::False) continue;
       if (ev.tri == Tri::Unknown) {
-        e.path.push_back(make_step(Step::Unknown, e, f, id));
+        add_step(e, Step::Unknown, f, id);
         finish(e, Verdict::Unknown, ev.why);
         return;
       }
@@ -966,17 +984,17 @@ struct Tracer::Impl {
         // Both branches: the rule matches with probability p, misses with 1 - p.
         Exec m = e;
         m.prob = m.prob * ev.p;
-        m.path.push_back(make_step(Step::Rule, m, m.stack.back(), id,
-                                   "statistic: matched, p = " + ev.p.fraction() + " ~ " + ev.p.decimal(10)));
+        add_step(m, Step::Rule, m.stack.back(), id,
+                 [&] { return "statistic: matched, p = " + ev.p.fraction() + " ~ " + ev.p.decimal(10); });
         step_target(std::move(m), *r);
         Probability miss = ev.p.complement();
         e.prob = e.prob * miss;
-        e.path.push_back(make_step(Step::NotTaken, e, e.stack.back(), id,
-                                   "statistic: not matched, p = " + miss.fraction() + " ~ " + miss.decimal(10)));
+        add_step(e, Step::NotTaken, e.stack.back(), id,
+                 [&] { return "statistic: not matched, p = " + miss.fraction() + " ~ " + miss.decimal(10); });
         if (e.prob.is_zero()) return;
         continue;
       }
-      e.path.push_back(make_step(Step::Rule, e, f, id));
+      add_step(e, Step::Rule, f, id);
       Flow fl = apply_target(e, *r);
       if (fl == Flow::Finished) return;
       if (fl == Flow::StageDone) {
@@ -1031,6 +1049,17 @@ const ir::Rule* Tracer::rule(TableId t, std::string_view chain, uint32_t id) {
   const ir::Rule* raw = p.get();
   cache_.emplace(key, std::move(p));
   return raw;
+}
+
+const std::string& Tracer::rule_service(TableId t, std::string_view chain, uint32_t id) {
+  uint64_t key = (uint64_t(static_cast<uint8_t>(t)) << 32) | id;
+  auto it = services_.find(key);
+  if (it != services_.end()) return it->second;
+  std::string comment;
+  if (const ir::Rule* r = rule(t, chain, id))
+    for (const auto& a : r->args)
+      if (a.kind == ArgKind::Comment) comment = a.text;
+  return services_.emplace(key, comment.empty() ? std::string() : service_from_comment(comment)).first->second;
 }
 
 bool Tracer::excluded_by_addresses(uint32_t id, const IPAddr& src, const IPAddr& dst) {

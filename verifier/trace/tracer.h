@@ -107,6 +107,10 @@ struct TraceOptions {
   /// plain walk. false: the plain walk, rule by rule (the reference the index is tested against).
   bool index_chains = true;
   size_t index_min_rules = 32;
+  /// false: outcomes carry no path (nor its notes), only what the path decides -- the services
+  /// its comments name are still given (Outcome::services). For callers that compare outcomes
+  /// (the cross-mode diff), not for reports.
+  bool record_paths = true;
 };
 
 /// The rules of one chain bucketed by what they require of the destination (tracer.cpp): an
@@ -193,6 +197,9 @@ class Tracer {
     CIDR s, d;
   };
   std::vector<Quick> quick_;  ///< by rule id
+  std::unordered_map<uint64_t, std::string> services_;  ///< rule_service's cache
+  /// The service "ns/name[:port]" the rule's comment names ("" none), as Outcome::services reads it.
+  const std::string& rule_service(ir::TableId t, std::string_view chain, uint32_t id);
   std::vector<IPAddr> locals_;  ///< options_.local_addresses, sorted (is_local: a binary search)
   std::unordered_map<const Chain*, std::unique_ptr<ChainIndex>> index_;
   /// The index of a chain (built on first use), nullptr when the chain is walked rule by rule.
