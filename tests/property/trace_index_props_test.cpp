@@ -2,7 +2,8 @@
 // no trace: on random rule sets -- rules with exact and masked destinations, negations, port
 // ranges, multiport, -m set, -m recent, statistic splits, marks, interfaces, DNAT, jumps and
 // rules with no destination match at all -- every packet's full trace (outcomes, probabilities,
-// paths, notes) through the indexed walk equals the plain walk's, rule by rule.
+// paths, notes) through the indexed walk equals the plain walk's, rule by rule. Also: the tracers
+// without paths (the cross-mode diff's) and the affinity indexes give what the full forms give.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
@@ -194,7 +195,7 @@ RC_GTEST_PROP(TraceIndexProps, IndexedWalkEqualsThePlainWalk, ()) {
 
 // A kube-proxy-shaped long chain (one rule per service address and port, a protocol-and-port
 // rule, a rule with no destination match last): both walks find the same rules, by position.
-TEST(TraceIndex, LongChainWalkReadsOnlyCandidates) {
+TEST(TraceIndex, KubeProxyShapedChainBothWalks) {
   std::string program = "*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n"
                         ":KUBE-SERVICES - [0:0]\n-A PREROUTING -j KUBE-SERVICES\n";
   for (int i = 0; i < 2000; ++i)
@@ -286,6 +287,40 @@ TEST(NftTraceLean, SameOutcomesAndServicesWithoutPaths) {
   }
   EXPECT_GT(traced, 50u);
   EXPECT_GT(with_services, 20u) << "the services of a path are compared";
+}
+
+// The affinity indexes (one pass per program) give what resolve_affinity gives, for every DNAT
+// destination of the example's programs (ClientIP affinity Services among them) and a miss.
+TEST(AffinityIndex, EqualsResolveAffinity) {
+  RulesetState st = RulesetState::empty(IPFamily::V4);
+  ParseError pe;
+  ASSERT_TRUE(apply_text(st, test::read_file(test::source_path("fixtures/example/expected/iptables.restore")),
+                         ApplyOptions{true, Flavor::Legacy}, &pe)
+                  .ok())
+      << pe.message;
+  auto ipt = affinity_index(st);
+  size_t with_lists = 0;
+  for (const auto& [endpoint, lists] : ipt) {
+    EXPECT_EQ(lists, resolve_affinity(st, endpoint)) << endpoint;
+    with_lists += !lists.empty();
+  }
+  EXPECT_GE(with_lists, 3u);
+  EXPECT_TRUE(resolve_affinity(st, "10.1.2.3:4").empty());
+  EXPECT_EQ(ipt.count("10.1.2.3:4"), 0u);
+
+  nft::NftState ns;
+  ASSERT_TRUE(nft::apply_script(ns, test::read_file(test::source_path("fixtures/example/expected/nftables-ipv4.nft")),
+                                "nftables-ipv4.nft")
+                  .ok);
+  auto nfi = nft_trace::affinity_index(ns);
+  size_t with_sets = 0;
+  for (const auto& [endpoint, sets] : nfi) {
+    EXPECT_EQ(sets, nft_trace::resolve_affinity(ns, endpoint)) << endpoint;
+    with_sets += !sets.empty();
+  }
+  EXPECT_GE(with_sets, 3u);  // the example: shop/cart, three endpoints
+  EXPECT_TRUE(nft_trace::resolve_affinity(ns, "10.1.2.3:4").empty());
+  EXPECT_EQ(nfi.count("10.1.2.3:4"), 0u);
 }
 
 }  // namespace
