@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <mutex>
 #include <string_view>
+#include <unordered_map>
 
 #include "verifier/ipset/ipset.h"
 #include "verifier/nft/nft.h"
@@ -156,14 +157,24 @@ class IptablesFrontend : public ConcreteFrontend {
     trace::TraceOptions o;
     o.local_addresses = std::move(local);
     o.ipsets = ipsets;
+    o.record_paths = false;  // the comparison reads outcomes and services only
     return o;
   }
 
   std::vector<std::string> affinity_lists(const std::string& endpoint) const {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = affinity_.find(endpoint);
-    if (it == affinity_.end()) it = affinity_.emplace(endpoint, trace::resolve_affinity(state_, endpoint)).first;
-    return it->second;
+    if (it != affinity_.end()) return it->second;
+    std::vector<std::string> lists;
+    if (endpoint.rfind("KUBE-SEP-", 0) == 0 || state_.find(ir::TableId::Nat, endpoint)) {
+      lists = trace::resolve_affinity(state_, endpoint);
+    } else {
+      // One pass over the KUBE-SEP chains for every endpoint (resolve_affinity reads them all
+      // for each: quadratic in the Services with affinity).
+      if (!affinity_index_) affinity_index_ = trace::affinity_index(state_);
+      if (auto f = affinity_index_->find(endpoint); f != affinity_index_->end()) lists = f->second;
+    }
+    return affinity_.emplace(endpoint, std::move(lists)).first->second;
   }
 
   void scan() {
@@ -221,6 +232,7 @@ class IptablesFrontend : public ConcreteFrontend {
   const RulesetState& state_;
   mutable trace::Tracer tracer_;
   mutable std::mutex mu_;
+  mutable std::optional<std::unordered_map<std::string, std::vector<std::string>>> affinity_index_;
   mutable std::map<std::string, std::vector<std::string>> affinity_;
   std::map<Dest, std::string> services_;
   std::map<std::pair<uint8_t, uint16_t>, std::string> nodeports_;
@@ -262,8 +274,19 @@ class NftFrontend : public ConcreteFrontend {
     std::lock_guard<std::mutex> lock(mu_);
     if (!p.remembered_endpoint.empty()) {
       auto it = affinity_.find(p.remembered_endpoint);
-      if (it == affinity_.end())
-        it = affinity_.emplace(p.remembered_endpoint, nft_trace::resolve_affinity(state_, p.remembered_endpoint)).first;
+      if (it == affinity_.end()) {
+        bool set_name = false;
+        for (const auto& tb : state_.tables) set_name = set_name || tb.find_set(p.remembered_endpoint);
+        std::vector<std::string> sets;
+        if (set_name) {
+          sets = nft_trace::resolve_affinity(state_, p.remembered_endpoint);
+        } else {
+          // One pass over the chains for every endpoint (as for iptables).
+          if (!affinity_index_) affinity_index_ = nft_trace::affinity_index(state_);
+          if (auto f = affinity_index_->find(p.remembered_endpoint); f != affinity_index_->end()) sets = f->second;
+        }
+        it = affinity_.emplace(p.remembered_endpoint, std::move(sets)).first;
+      }
       t.remembered = it->second;
     }
     return from_nft(tracer_.trace(t));
@@ -274,6 +297,7 @@ class NftFrontend : public ConcreteFrontend {
     nft_trace::TraceOptions o;
     o.local_addresses = std::move(local);
     o.kernel_numgen = kernel_numgen;
+    o.record_paths = false;  // the comparison reads outcomes and services only
     return o;
   }
 
@@ -356,6 +380,7 @@ class NftFrontend : public ConcreteFrontend {
   IPFamily family_;
   mutable nft_trace::Tracer tracer_;
   mutable std::mutex mu_;
+  mutable std::optional<std::map<std::string, std::vector<std::string>>> affinity_index_;
   mutable std::map<std::string, std::vector<std::string>> affinity_;
   std::map<Dest, std::string> services_;
   std::map<std::pair<uint8_t, uint16_t>, std::string> nodeports_;

@@ -82,7 +82,7 @@ struct Facts {
   bool localhost_nodeports = false;  ///< iptables: route_localnet NodePorts on 127.0.0.0/8
   std::vector<CIDR> service_cidrs;   ///< nft: "Drop traffic to unallocated ClusterIPs"
   bool drops_invalid = false;        ///< iptables: KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP
-  std::vector<IPAddr> cluster_ips;   ///< ipvs: the addresses of the KUBE-CLUSTER-IP set (ClusterIPs)
+  std::vector<IPAddr> cluster_ips;   ///< ipvs: the addresses of the KUBE-CLUSTER-IP set (ClusterIPs), sorted, unique
 };
 
 using Dest = std::tuple<IPAddr, uint8_t, uint16_t>;  ///< address, protocol, port

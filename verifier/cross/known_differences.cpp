@@ -175,7 +175,7 @@ bool dropped_or_rejected(const Distribution& d) { return all(d, Verdict::Drop) |
 // the other program names (nftables).
 bool is_cluster_ip(const DiffContext& c) {
   for (const Facts* f : {&c.facts_a, &c.facts_b}) {
-    if (std::find(f->cluster_ips.begin(), f->cluster_ips.end(), c.packet.dst) != f->cluster_ips.end()) return true;
+    if (std::binary_search(f->cluster_ips.begin(), f->cluster_ips.end(), c.packet.dst)) return true;
     for (const auto& r : f->service_cidrs)
       if (r.contains(c.packet.dst)) return true;
   }

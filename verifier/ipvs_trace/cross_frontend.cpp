@@ -65,8 +65,10 @@ class IpvsFrontend : public cross::ConcreteFrontend {
       a.family = set_.family;
       size_t n = set_.family == IPFamily::V4 ? 4 : 16;
       for (size_t b = 0; b < n; ++b) a.bytes[n - 1 - b] = static_cast<uint8_t>(e.dims[0].lo >> (8 * b));
-      if (std::find(f.cluster_ips.begin(), f.cluster_ips.end(), a) == f.cluster_ips.end()) f.cluster_ips.push_back(a);
+      f.cluster_ips.push_back(a);
     }
+    std::sort(f.cluster_ips.begin(), f.cluster_ips.end());  // sorted, unique (Facts::cluster_ips)
+    f.cluster_ips.erase(std::unique(f.cluster_ips.begin(), f.cluster_ips.end()), f.cluster_ips.end());
     return f;
   }
 

@@ -76,6 +76,31 @@ std::vector<std::string> resolve_affinity(const nft::NftState& state, const std:
   return out;
 }
 
+std::map<std::string, std::vector<std::string>> affinity_index(const nft::NftState& state) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& tb : state.tables) {
+    for (const auto& c : tb.chains) {
+      std::vector<std::string> updated, targets;
+      for (const auto& r : c.rules) {
+        for (const auto& s : r.refs.dynset) updated.push_back(s);
+        size_t p = r.canonical.find("dnat to ");
+        if (p == std::string::npos) continue;
+        std::string_view rest = std::string_view(r.canonical).substr(p + 8);
+        targets.emplace_back(rest.substr(0, rest.find(' ')));
+      }
+      for (const auto& t : targets) {
+        auto& names = out[t];
+        names.insert(names.end(), updated.begin(), updated.end());
+      }
+    }
+  }
+  for (auto& [endpoint, names] : out) {
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+  }
+  return out;
+}
+
 std::vector<IPAddr> infer_local_addresses(const nft::NftState& state, IPFamily family,
                                           std::vector<std::string>* reasons) {
   std::vector<IPAddr> out;

@@ -65,6 +65,7 @@ struct Exec {
   std::set<std::pair<std::string, std::string>> updated;  ///< (set, key text) this packet added
   Fraction prob;
   std::vector<Step> path;
+  std::vector<std::string> services;  ///< without paths (TraceOptions::record_paths): named so far
   std::vector<Stage> plan;
   size_t stage = 0;
   std::vector<Frame> stack;
@@ -120,13 +121,7 @@ struct Tracer::Impl {
 
   std::vector<Stage> hook_stages(Hook h, bool loopback) const {
     std::vector<Stage> out;
-    if (!t.base_chains_read_) {
-      for (const auto& tb : t.state_.tables)
-        for (const auto& c : tb.chains)
-          if (!c.removed && c.base) t.base_chains_.push_back({&tb, &c});
-      t.base_chains_read_ = true;
-    }
-    for (const auto& [tb, c] : t.base_chains_) {
+    for (const auto& [tb, c] : t.base_chains()) {
       if (!family_sees(tb->family, pkt.dst.family) || c->hook != hook_name(h)) continue;
       Stage s;
       s.hook = h;
@@ -184,10 +179,27 @@ struct Tracer::Impl {
     return s;
   }
 
+  // Without paths: the services a step would name (its chain's, then its comment's), in the
+  // order finish reads them from the path.
+  void name_services(Exec& e, const std::string& chain, const std::string& comment) {
+    for (const std::string& svc : {service_from_chain(chain), trace::service_from_comment(comment)})
+      if (!svc.empty() && std::find(e.services.begin(), e.services.end(), svc) == e.services.end())
+        e.services.push_back(svc);
+  }
+  void push_step(Exec& e, Step::Kind kind) {
+    if (t.options_.record_paths) {
+      e.path.push_back(make_step(e, kind));
+      return;
+    }
+    static const std::string none;
+    name_services(e, e.stack.empty() ? none : e.stack.back().chain->name,
+                  e.rule && e.model ? e.model->comment : none);
+  }
+
   void record_step(Exec& e) {
     if (e.step_recorded || !e.rule) return;
     e.step_recorded = true;
-    e.path.push_back(make_step(e, Step::Rule));
+    push_step(e, Step::Rule);
   }
 
   void finish(Exec& e, Verdict v, std::string reason = {}) {
@@ -218,13 +230,14 @@ struct Tracer::Impl {
         if (!svc.empty() && std::find(o.services.begin(), o.services.end(), svc) == o.services.end())
           o.services.push_back(svc);
     }
+    if (!t.options_.record_paths) o.services = std::move(e.services);
     o.path = std::move(e.path);
     result.outcomes.push_back(std::move(o));
   }
 
   void unknown(Exec& e, std::string why) {
     if (e.rule) {
-      e.path.push_back(make_step(e, Step::Unknown));
+      push_step(e, Step::Unknown);
       e.step_recorded = true;
     }
     finish(e, Verdict::Unknown, std::move(why));
@@ -496,10 +509,14 @@ struct Tracer::Impl {
     const nft::Chain* b = e.plan[e.stage].chain;
     if (b->policy == "drop") {
       e.rule = nullptr;
-      Step s = make_step(e, Step::Policy);
-      s.chain = b->name;
-      s.text = "policy drop";
-      e.path.push_back(s);
+      if (t.options_.record_paths) {
+        Step s = make_step(e, Step::Policy);
+        s.chain = b->name;
+        s.text = "policy drop";
+        e.path.push_back(s);
+      } else {
+        name_services(e, b->name, "");
+      }
       finish(e, Verdict::Drop);
       return Flow::Finished;
     }
@@ -575,8 +592,10 @@ struct Tracer::Impl {
             if (!el->value || !read_verdict(*el->value, &v))
               return unknown(e, "map @" + s.set + ": value not modelled"), Flow::Finished;
           }
-          std::string n = "vmap: " + v.text();
-          e.note = e.note.empty() ? n : e.note + "; " + n;
+          if (t.options_.record_paths) {
+            std::string n = "vmap: " + v.text();
+            e.note = e.note.empty() ? n : e.note + "; " + n;
+          }
           return verdict(e, v);
         }
         case Stmt::Verdict:
@@ -667,8 +686,9 @@ struct Tracer::Impl {
       Exec c = e;
       c.prob = e.prob * share;
       c.numgen = k.numgen_offset + v;
-      c.note = "numgen: " + std::to_string(k.numgen_offset + v) + " of mod " + std::to_string(k.numgen_mod) +
-               ", p = " + share.fraction();
+      if (t.options_.record_paths)
+        c.note = "numgen: " + std::to_string(k.numgen_offset + v) + " of mod " + std::to_string(k.numgen_mod) +
+                 ", p = " + share.fraction();
       run(std::move(c));
     }
   }
@@ -769,6 +789,16 @@ bool Tracer::is_local(const IPAddr& a) const {
          options_.local_addresses.end();
 }
 
+const std::vector<std::pair<const nft::Table*, const nft::Chain*>>& Tracer::base_chains() {
+  if (!base_chains_read_) {
+    for (const auto& tb : state_.tables)
+      for (const auto& c : tb.chains)
+        if (!c.removed && c.base) base_chains_.push_back({&tb, &c});
+    base_chains_read_ = true;
+  }
+  return base_chains_;
+}
+
 const RuleModel& Tracer::model(const nft::Rule& r, bool ipv4) {
   auto it = rules_.find(&r);
   if (it == rules_.end()) it = rules_.emplace(&r, read_rule(r.canonical, ipv4)).first;
@@ -783,20 +813,21 @@ TraceResult Tracer::trace(const Packet& packet) {
   e.dport = packet.dport;
   e.mark = packet.mark;
   e.ct = packet.ctstate;
-  // Hooks outside the model that could see the packet first: ingress (netdev, inet).
-  for (const auto& tb : state_.tables) {
+  // Hooks outside the model that could see the packet first: ingress (netdev, inet). (The base
+  // chains, in table and creation order: a 10,000-Service table has 30,000 regular chains.)
+  for (const auto& [tbp, cp] : base_chains()) {
+    const nft::Table& tb = *tbp;
+    const nft::Chain& c = *cp;
     bool sees = tb.family == nft::Family::Netdev || tb.family == nft::Family::Inet;
-    for (const auto& c : tb.chains) {
-      if (!sees || !c.base || c.removed || (c.hook != "ingress" && c.hook != "egress")) continue;
-      if (packet.origin == Origin::Node && c.hook == "ingress") continue;
-      if (c.device && packet.in_iface && *c.device != *packet.in_iface && c.hook == "ingress") continue;
-      Outcome o;
-      o.verdict = Verdict::Unknown;
-      o.unknown_reason = "the " + c.hook + " chain " + std::string(nft::family_name(tb.family)) + " " + tb.name + " " +
-                         c.name + " may see the packet: not modelled";
-      im.result.outcomes.push_back(std::move(o));
-      return std::move(im.result);
-    }
+    if (!sees || (c.hook != "ingress" && c.hook != "egress")) continue;
+    if (packet.origin == Origin::Node && c.hook == "ingress") continue;
+    if (c.device && packet.in_iface && *c.device != *packet.in_iface && c.hook == "ingress") continue;
+    Outcome o;
+    o.verdict = Verdict::Unknown;
+    o.unknown_reason = "the " + c.hook + " chain " + std::string(nft::family_name(tb.family)) + " " + tb.name + " " +
+                       c.name + " may see the packet: not modelled";
+    im.result.outcomes.push_back(std::move(o));
+    return std::move(im.result);
   }
   if (packet.origin == Origin::Node) {
     im.append(e, Hook::Output);

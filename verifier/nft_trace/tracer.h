@@ -36,6 +36,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/support/net.h"
@@ -76,6 +77,9 @@ struct TraceOptions {
   /// numgen random shares: false (default) exactly 1/N each, as documented and as issue 16
   /// asks; true the kernel's reciprocal_scale split, numgen_kernel_share() (within 2^-32 of 1/N).
   bool kernel_numgen = false;
+  /// false: outcomes carry no path (nor its notes); the services the path names are still given
+  /// (as trace::TraceOptions::record_paths).
+  bool record_paths = true;
 };
 
 /// The kernel's probability of `numgen random mod n` giving value v (0 <= v < n):
@@ -136,11 +140,12 @@ class Tracer {
   struct Impl;
   const nft::NftState& state_;
   TraceOptions options_;
-  std::map<const nft::Rule*, RuleModel> rules_;
+  std::unordered_map<const nft::Rule*, RuleModel> rules_;
   /// The state's base chains in table and creation order (read once: a 10,000-Service table has
   /// 30,000 regular chains, and every packet asks for the base chains of up to four hooks).
   std::vector<std::pair<const nft::Table*, const nft::Chain*>> base_chains_;
   bool base_chains_read_ = false;
+  const std::vector<std::pair<const nft::Table*, const nft::Chain*>>& base_chains();
   /// Per table, the sets a rule updates (read once, for the same reason).
   std::map<const nft::Table*, std::set<std::string>> dynsets_;
   friend struct Impl;
@@ -163,6 +168,11 @@ std::string service_from_chain(std::string_view chain);
 /// The affinity sets whose endpoint chain DNATs to endpoint ("ip:port", "[v6]:port"), or
 /// the name itself when a set of that name exists. Empty if nothing matches.
 std::vector<std::string> resolve_affinity(const nft::NftState& state, const std::string& endpoint);
+
+/// resolve_affinity of every "ip:port" at once (one pass over the state): each `dnat to` address
+/// of a chain -> the sets the chain updates, sorted and unique. For an endpoint no table has a
+/// set of that name, resolve_affinity(state, e) is index[e] (empty if absent).
+std::map<std::string, std::vector<std::string>> affinity_index(const nft::NftState& state);
 
 /// Node addresses the state names: kube-proxy's nodeport-ips set (nodePortAddresses).
 std::vector<IPAddr> infer_local_addresses(const nft::NftState& state, IPFamily family,

@@ -176,6 +176,8 @@ enum class Tri : uint8_t { False, True, Unknown };
 struct Frame {
   const Chain* chain = nullptr;
   uint32_t next = 0;
+  bool indexed = false;            ///< index looked up (on the frame's first step)
+  const ChainIndex* index = nullptr;
 };
 
 struct Exec {
@@ -194,6 +196,7 @@ struct Exec {
   std::vector<RecentUse> affinity;  ///< recent lists written so far
   Probability prob;
   std::vector<Step> path;
+  std::vector<std::string> services;  ///< without paths (TraceOptions::record_paths): named so far
   std::vector<Stage> plan;
   size_t stage = 0;
   std::vector<Frame> stack;
@@ -270,6 +273,100 @@ static std::optional<bool> ipvs_match(const std::vector<ir::Arg>& args, size_t f
 }
 
 
+// ------------------------------------------------------------------ chain index
+
+namespace {
+// An address with the bits beyond its family's length cleared: the key CIDR::contains compares.
+IPAddr address_key(const IPAddr& a) {
+  IPAddr k = a;
+  for (size_t i = a.bit_length() / 8; i < k.bytes.size(); ++i) k.bytes[i] = 0;
+  return k;
+}
+struct AddrHash {
+  size_t operator()(const IPAddr& a) const {
+    uint64_t h = 1469598103934665603ull ^ static_cast<uint8_t>(a.family);
+    for (uint8_t b : a.bytes) h = (h ^ b) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+}  // namespace
+
+struct ChainIndex {
+  const uint32_t* data = nullptr;  ///< the chain's rule vector when built (a changed chain is re-read)
+  size_t size = 0;
+  std::unordered_map<IPAddr, std::vector<uint32_t>, AddrHash> by_dst;  ///< positions, ascending
+  std::unordered_map<uint32_t, std::vector<uint32_t>> by_port;         ///< (proto << 16 | port)
+  std::vector<uint32_t> rest;                                          ///< read in every walk
+
+  /// The first position >= from whose rule can match a packet to (dst, proto, dport), or size.
+  /// A skipped rule requires another destination address, or another protocol and port: the
+  /// plain walk finds it false (a false match decides a rule: evaluate's any_false) with no
+  /// effect (the rule writes no recent list), so skipping it changes nothing.
+  uint32_t next(uint32_t from, const IPAddr& dst, uint8_t proto, uint16_t dport) const {
+    uint32_t best = static_cast<uint32_t>(size);
+    auto take = [&](const std::vector<uint32_t>& v) {
+      auto it = std::lower_bound(v.begin(), v.end(), from);
+      if (it != v.end() && *it < best) best = *it;
+    };
+    take(rest);
+    if (!by_dst.empty())
+      if (auto it = by_dst.find(address_key(dst)); it != by_dst.end()) take(it->second);
+    if (!by_port.empty())
+      if (auto it = by_port.find(uint32_t(proto) << 16 | dport); it != by_port.end()) take(it->second);
+    return best;
+  }
+};
+
+namespace {
+// What a rule requires of every packet it can match: an exact destination address, else an
+// exact protocol and destination port; neither: nullopt in both. Only for rules whose
+// result on any other destination is a plain false: no -m recent (whose list writes happen
+// before a later false match decides the rule).
+struct Requirement {
+  std::optional<IPAddr> dst;
+  std::optional<uint32_t> proto_port;
+};
+Requirement requirement(const ir::Rule& r) {
+  Requirement q;
+  std::optional<int> proto;
+  std::optional<uint16_t> port;
+  for (const auto& a : r.args) {
+    if (a.kind == ArgKind::RecentCmd || (a.kind == ArgKind::Module && a.text == "recent")) return {};
+    if (a.neg) continue;
+    if (a.kind == ArgKind::Dst && a.cidr.is_host() && !q.dst) q.dst = address_key(a.cidr.addr);
+    if (a.kind == ArgKind::Proto && !proto) {
+      auto n = proto_number(a.text);
+      if (n && *n != 0) proto = *n;
+    }
+    if (a.kind == ArgKind::DPort && a.value == a.value2 && a.value <= 65535 && !port)
+      port = static_cast<uint16_t>(a.value);
+  }
+  if (!q.dst && proto && port) q.proto_port = uint32_t(*proto) << 16 | *port;
+  return q;
+}
+}  // namespace
+
+const ChainIndex* Tracer::chain_index(TableId t, const Chain& c) {
+  if (!options_.index_chains || c.rules.size() < std::max<size_t>(options_.index_min_rules, 1)) return nullptr;
+  std::unique_ptr<ChainIndex>& slot = index_[&c];
+  if (slot && slot->data == c.rules.data() && slot->size == c.rules.size()) return slot.get();
+  slot = std::make_unique<ChainIndex>();
+  ChainIndex& ix = *slot;
+  ix.data = c.rules.data();
+  ix.size = c.rules.size();
+  for (uint32_t pos = 0; pos < c.rules.size(); ++pos) {
+    const ir::Rule* r = rule(t, c.name, c.rules[pos]);
+    Requirement q = r ? requirement(*r) : Requirement{};
+    if (q.dst)
+      ix.by_dst[*q.dst].push_back(pos);
+    else if (q.proto_port)
+      ix.by_port[*q.proto_port].push_back(pos);
+    else
+      ix.rest.push_back(pos);
+  }
+  return slot.get();
+}
+
 struct Tracer::Impl {
   Tracer& t;
   const Packet& pkt;
@@ -324,6 +421,22 @@ struct Tracer::Impl {
     return s;
   }
 
+  // A rule on the path: its Step (the note is made only then), or without paths the service
+  // its comment names (what finish would read from the Step).
+  template <typename Note>
+  void add_step(Exec& e, Step::Kind kind, const Frame& f, uint32_t id, Note note) {
+    if (t.options_.record_paths) {
+      e.path.push_back(make_step(kind, e, f, id, note()));
+      return;
+    }
+    const std::string& svc = t.rule_service(e.plan[e.stage].table, f.chain->name, id);
+    if (!svc.empty() && std::find(e.services.begin(), e.services.end(), svc) == e.services.end())
+      e.services.push_back(svc);
+  }
+  void add_step(Exec& e, Step::Kind kind, const Frame& f, uint32_t id) {
+    add_step(e, kind, f, id, [] { return std::string(); });
+  }
+
   void finish(Exec& e, Verdict v, std::string reason = {}) {
     if (e.prob.is_zero()) return;
     if (truncating || result.outcomes.size() >= t.options_.max_outcomes) {
@@ -354,6 +467,7 @@ struct Tracer::Impl {
       if (!svc.empty() && std::find(o.services.begin(), o.services.end(), svc) == o.services.end())
         o.services.push_back(svc);
     }
+    if (!t.options_.record_paths) o.services = std::move(e.services);
     o.path = std::move(e.path);
     result.outcomes.push_back(std::move(o));
   }
@@ -679,7 +793,7 @@ struct Tracer::Impl {
     if (!e.stack.empty()) return Flow::Continue;
     const Chain* b = e.builtin;
     bool dropping = b->policy == "DROP";
-    if (!b->rules.empty() || dropping) {
+    if ((!b->rules.empty() || dropping) && t.options_.record_paths) {
       Step s;
       s.kind = Step::Policy;
       s.table = e.plan[e.stage].table;
@@ -699,7 +813,7 @@ struct Tracer::Impl {
     const Stage& st = e.plan[e.stage];
     const ir::Target& tg = r.target;
     auto unknown = [&](std::string why) {
-      e.path.back().kind = Step::Unknown;
+      if (!e.path.empty()) e.path.back().kind = Step::Unknown;
       finish(e, Verdict::Unknown, std::move(why));
       return Flow::Finished;
     };
@@ -835,6 +949,11 @@ struct Tracer::Impl {
         e.stack.push_back(Frame{b, 0});
       }
       Frame& f = e.stack.back();
+      if (!f.indexed) {
+        f.indexed = true;
+        f.index = t.chain_index(e.plan[e.stage].table, *f.chain);
+      }
+      if (f.index && f.next < f.chain->rules.size()) f.next = f.index->next(f.next, e.dst, pkt.proto, e.dport);
       if (f.next >= f.chain->rules.size()) {
         Flow fl = frame_done(e);
         if (fl == Flow::Finished) return;
@@ -849,7 +968,7 @@ struct Tracer::Impl {
       TableId tid = e.plan[e.stage].table;
       const ir::Rule* r = t.rule(tid, f.chain->name, id);
       if (!r) {
-        e.path.push_back(make_step(Step::Unknown, e, f, id));
+        add_step(e, Step::Unknown, f, id);
         finish(e, Verdict::Unknown, "rule text does not re-parse");
         return;
       }
@@ -857,7 +976,7 @@ struct Tracer::Impl {
       e.affinity.insert(e.affinity.end(), ev.fx.begin(), ev.fx.end());
       if (ev.tri == Tri::False) continue;
       if (ev.tri == Tri::Unknown) {
-        e.path.push_back(make_step(Step::Unknown, e, f, id));
+        add_step(e, Step::Unknown, f, id);
         finish(e, Verdict::Unknown, ev.why);
         return;
       }
@@ -865,17 +984,17 @@ struct Tracer::Impl {
         // Both branches: the rule matches with probability p, misses with 1 - p.
         Exec m = e;
         m.prob = m.prob * ev.p;
-        m.path.push_back(make_step(Step::Rule, m, m.stack.back(), id,
-                                   "statistic: matched, p = " + ev.p.fraction() + " ~ " + ev.p.decimal(10)));
+        add_step(m, Step::Rule, m.stack.back(), id,
+                 [&] { return "statistic: matched, p = " + ev.p.fraction() + " ~ " + ev.p.decimal(10); });
         step_target(std::move(m), *r);
         Probability miss = ev.p.complement();
         e.prob = e.prob * miss;
-        e.path.push_back(make_step(Step::NotTaken, e, e.stack.back(), id,
-                                   "statistic: not matched, p = " + miss.fraction() + " ~ " + miss.decimal(10)));
+        add_step(e, Step::NotTaken, e.stack.back(), id,
+                 [&] { return "statistic: not matched, p = " + miss.fraction() + " ~ " + miss.decimal(10); });
         if (e.prob.is_zero()) return;
         continue;
       }
-      e.path.push_back(make_step(Step::Rule, e, f, id));
+      add_step(e, Step::Rule, f, id);
       Flow fl = apply_target(e, *r);
       if (fl == Flow::Finished) return;
       if (fl == Flow::StageDone) {
@@ -897,15 +1016,18 @@ struct Tracer::Impl {
   }
 };
 
-Tracer::Tracer(const RulesetState& state, TraceOptions options) : state_(state), options_(std::move(options)) {}
+Tracer::Tracer(const RulesetState& state, TraceOptions options) : state_(state), options_(std::move(options)) {
+  locals_ = options_.local_addresses;
+  std::sort(locals_.begin(), locals_.end());
+  locals_.erase(std::unique(locals_.begin(), locals_.end()), locals_.end());
+}
 Tracer::~Tracer() = default;
 
 bool Tracer::is_local(const IPAddr& a) const {
   if (a.family == IPFamily::V4 && a.bytes[0] == 127) return true;
   if (a.is_loopback()) return true;
-  for (const auto& l : options_.local_addresses)
-    if (l == a) return true;
-  return false;
+  // The IPVS tracer gives every address bound on kube-ipvs0 (one per Service): a binary search.
+  return std::binary_search(locals_.begin(), locals_.end(), a);
 }
 
 const ir::Rule* Tracer::rule(TableId t, std::string_view chain, uint32_t id) {
@@ -927,6 +1049,17 @@ const ir::Rule* Tracer::rule(TableId t, std::string_view chain, uint32_t id) {
   const ir::Rule* raw = p.get();
   cache_.emplace(key, std::move(p));
   return raw;
+}
+
+const std::string& Tracer::rule_service(TableId t, std::string_view chain, uint32_t id) {
+  uint64_t key = (uint64_t(static_cast<uint8_t>(t)) << 32) | id;
+  auto it = services_.find(key);
+  if (it != services_.end()) return it->second;
+  std::string comment;
+  if (const ir::Rule* r = rule(t, chain, id))
+    for (const auto& a : r->args)
+      if (a.kind == ArgKind::Comment) comment = a.text;
+  return services_.emplace(key, comment.empty() ? std::string() : service_from_comment(comment)).first->second;
 }
 
 bool Tracer::excluded_by_addresses(uint32_t id, const IPAddr& src, const IPAddr& dst) {
@@ -1192,6 +1325,27 @@ std::vector<std::string> resolve_affinity(const RulesetState& state, const std::
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+std::unordered_map<std::string, std::vector<std::string>> affinity_index(const RulesetState& state) {
+  std::unordered_map<std::string, std::vector<std::string>> out;
+  for (const Chain& chain : state.table(TableId::Nat).chains) {
+    const std::string name(chain.name);
+    if (!starts_with(name, "KUBE-SEP-")) continue;
+    for (uint32_t id : chain.rules) {
+      const std::string_view text = state.store->text(id);
+      size_t p = text.find(" --to-destination ");
+      if (p == std::string::npos) continue;
+      size_t b = p + 18, e = text.find(' ', b);
+      auto& names = out[std::string(text.substr(b, e == std::string::npos ? std::string::npos : e - b))];
+      if (names.empty() || names.back() != name) names.push_back(name);
+    }
+  }
+  for (auto& [endpoint, names] : out) {
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+  }
+  return out;
 }
 
 const std::vector<KubeProxyJump>& kube_proxy_jumps() {

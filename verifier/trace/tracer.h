@@ -100,7 +100,24 @@ struct TraceOptions {
   size_t max_depth = 128;        ///< chain call depth (a loop the state machine let through)
   /// The node's ipsets (`ipset save`): `-m set --match-set` is decided on them; without, Unknown.
   const ipset::Table* ipsets = nullptr;
+  /// Chains of at least index_min_rules rules (kube-proxy's KUBE-SERVICES has one per service
+  /// address and port) are walked through an index of the destination each rule requires
+  /// (ChainIndex), built on a chain's first use: per packet, only the rules that can match it
+  /// are read, in rule order, so first-match semantics and every outcome are those of the
+  /// plain walk. false: the plain walk, rule by rule (the reference the index is tested against).
+  bool index_chains = true;
+  size_t index_min_rules = 32;
+  /// false: outcomes carry no path (nor its notes), only what the path decides -- the services
+  /// its comments name are still given (Outcome::services). For callers that compare outcomes
+  /// (the cross-mode diff), not for reports.
+  bool record_paths = true;
 };
+
+/// The rules of one chain bucketed by what they require of the destination (tracer.cpp): an
+/// exact address (`-d A/32`), else an exact protocol and port (`-p P --dport N`); a rule that
+/// requires neither, or whose result on another destination might not be plainly "no match"
+/// (it writes a `-m recent` list, or its text does not re-parse), is kept in every walk.
+struct ChainIndex;
 
 enum class Verdict : uint8_t { Accept, Drop, Reject, Unknown };
 const char* verdict_name(Verdict v);
@@ -152,7 +169,8 @@ struct StageSpec;
 struct StageStart;
 
 /// Traces one packet. The state's family must match the packet's addresses.
-/// Reusable: a Tracer caches the typed form of the rules it has read.
+/// Reusable: a Tracer caches the typed form of the rules it has read and the indexes of long
+/// chains, so the state must not change while a tracer reads it.
 class Tracer {
  public:
   Tracer(const RulesetState& state, TraceOptions options);
@@ -179,6 +197,13 @@ class Tracer {
     CIDR s, d;
   };
   std::vector<Quick> quick_;  ///< by rule id
+  std::unordered_map<uint64_t, std::string> services_;  ///< rule_service's cache
+  /// The service "ns/name[:port]" the rule's comment names ("" none), as Outcome::services reads it.
+  const std::string& rule_service(ir::TableId t, std::string_view chain, uint32_t id);
+  std::vector<IPAddr> locals_;  ///< options_.local_addresses, sorted (is_local: a binary search)
+  std::unordered_map<const Chain*, std::unique_ptr<ChainIndex>> index_;
+  /// The index of a chain (built on first use), nullptr when the chain is walked rule by rule.
+  const ChainIndex* chain_index(ir::TableId t, const Chain& c);
   friend struct Impl;
   friend TraceResult trace_stages(Tracer&, const Packet&, const std::vector<StageSpec>&, const StageStart&);
 };
@@ -255,6 +280,12 @@ std::string format_text(const Packet& packet, const TraceOptions& options, const
 /// is) or as "ip:port" / "[ip]:port" (every nat KUBE-SEP-* chain whose DNAT
 /// goes there). Empty if nothing matches.
 std::vector<std::string> resolve_affinity(const RulesetState& state, const std::string& endpoint);
+
+/// resolve_affinity of every "ip:port" at once (one pass over the state, for callers that
+/// resolve many endpoints): each --to-destination of a nat KUBE-SEP-* chain -> the chains whose
+/// DNAT goes there, sorted. For an endpoint that is neither a KUBE-SEP- name nor a nat chain's
+/// name, resolve_affinity(state, e) is index[e] (empty if absent).
+std::unordered_map<std::string, std::vector<std::string>> affinity_index(const RulesetState& state);
 
 /// Adds the jump rules kube-proxy installs in built-in chains outside its restore
 /// input on a full sync (reference notes kubeproxy-iptables.md, section 3) as it
