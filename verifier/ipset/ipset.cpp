@@ -6,6 +6,11 @@
 namespace kpc::verifier::ipset {
 
 namespace {
+void index_first_address(Set& s);
+}  // namespace
+
+
+namespace {
 
 u128 addr_value(const IPAddr& a) {
   u128 v = 0;
@@ -210,9 +215,11 @@ bool parse_save(std::string_view text, Table* out, std::string* error) {
     return fail("\"" + w[0] + "\" is not a line of ipset save");
   }
   // Most specific prefixes first: the first entry holding an address decides (nomatch).
-  for (auto& [name, s] : out->sets)
+  for (auto& [name, s] : out->sets) {
     std::stable_sort(s.entries.begin(), s.entries.end(),
                      [](const Entry& a, const Entry& b) { return a.prefix > b.prefix; });
+    index_first_address(s);
+  }
   return true;
 }
 
@@ -229,6 +236,24 @@ std::vector<const Set*> reached(const Table& t, std::string_view name) {
   }
   return out;
 }
+
+namespace {
+
+// The entries by their first dimension's address, when each entry holds exactly one there.
+// Exact for first-match: an entry skipped cannot hold the packet's address in dimension 0,
+// and the scan below tests dimension 0 first, so it would have been rejected there without
+// reading any other dimension (no "unknown" skipped either).
+void index_first_address(Set& s) {
+  s.by_first_address.clear();
+  s.indexed_entries = 0;
+  if (s.dims.empty() || s.dims[0] != DimKind::Addr || s.entries.size() < 16) return;
+  for (const Entry& e : s.entries)
+    if (e.dims.empty() || e.dims[0].lo != e.dims[0].hi) return;
+  for (uint32_t i = 0; i < s.entries.size(); ++i) s.by_first_address[s.entries[i].dims[0].lo].push_back(i);
+  s.indexed_entries = s.entries.size();
+}
+
+}  // namespace
 
 std::optional<bool> match(const Table& t, std::string_view name, std::string_view flags, const PacketFields& p,
                           std::string* why) {
@@ -253,7 +278,8 @@ std::optional<bool> match(const Table& t, std::string_view name, std::string_vie
   // The kernel refuses a match with fewer flags than the set has dimensions, or of another family.
   if (f.size() < s->dims.size() || (!s->any_family && s->family != p.family)) return false;
   bool ports = p.proto == 6 || p.proto == 17 || p.proto == 132;
-  for (const Entry& e : s->entries) {
+  // One entry, as the kernel tests it: true/false, or nullopt (with *why) when unknown.
+  auto holds = [&](const Entry& e) -> std::optional<bool> {
     bool in = true;
     for (size_t d = 0; d < s->dims.size() && in; ++d) {
       bool src = f[d];
@@ -266,13 +292,9 @@ std::optional<bool> match(const Table& t, std::string_view name, std::string_vie
             *why = "bitmap:port on protocol " + std::to_string(p.proto) + " not modelled";
             return std::nullopt;
           }
-          in = false;
-          break;
+          return false;
         }
-        if (s->dims[d] == DimKind::ProtoPort && e.proto != p.proto) {
-          in = false;
-          break;
-        }
+        if (s->dims[d] == DimKind::ProtoPort && e.proto != p.proto) return false;
         if (src && !p.sport) {
           *why = "source port of the packet not given (--sport)";
           return std::nullopt;
@@ -281,7 +303,22 @@ std::optional<bool> match(const Table& t, std::string_view name, std::string_vie
         in = port >= e.dims[d].lo && port <= e.dims[d].hi;
       }
     }
-    if (in) return !e.nomatch;
+    return in;
+  };
+  if (s->indexed_entries && s->indexed_entries == s->entries.size()) {
+    auto it = s->by_first_address.find(f[0] ? p.src : p.dst);
+    if (it == s->by_first_address.end()) return false;
+    for (uint32_t i : it->second) {
+      auto r = holds(s->entries[i]);
+      if (!r) return r;
+      if (*r) return !s->entries[i].nomatch;
+    }
+    return false;
+  }
+  for (const Entry& e : s->entries) {
+    auto r = holds(e);
+    if (!r) return r;
+    if (*r) return !e.nomatch;
   }
   return false;
 }

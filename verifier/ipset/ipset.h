@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "compiler/support/net.h"
@@ -48,6 +49,15 @@ struct Set {
   std::vector<Entry> entries;
   std::vector<std::string> members;  ///< list:set
   std::string unmodelled;            ///< non-empty: why a match on this set stays unknown
+  /// When every entry's first dimension is one address (hash:ip, hash:ip,port, ... — IPVS mode's
+  /// KUBE-CLUSTER-IP holds one per Service): the entries by that address, positions ascending,
+  /// so a match reads only the entries that can hold the packet (parse_save builds it; a match
+  /// falls back to the scan when the entries changed since).
+  struct U128Hash {
+    size_t operator()(u128 v) const { return std::hash<uint64_t>()(uint64_t(v) ^ uint64_t(v >> 64) * 0x9E3779B97F4A7C15ull); }
+  };
+  std::unordered_map<u128, std::vector<uint32_t>, U128Hash> by_first_address;
+  size_t indexed_entries = 0;  ///< entries.size() when by_first_address was built; 0: no index
 };
 
 struct Table {
