@@ -62,7 +62,8 @@ void one_change_sync(benchmark::State& state, BackendKind mode) {
   state.counters["compile_ms"] = compile / n;
   state.counters["verify_ms"] = verify / n;
   state.counters["apply_model_ms"] = apply / n;
-  state.SetLabel("verdict " + verdicts);
+  state.counters["held_from_dump"] = static_cast<double>(loop.counters().held_from_dump);
+  state.SetLabel("verdict " + verdicts + (first.families[0].held.empty() ? "" : ", held from the " + first.families[0].held));
 }
 
 void BM_ApplierOneChangeIptables(benchmark::State& state) { one_change_sync(state, BackendKind::IPTables); }

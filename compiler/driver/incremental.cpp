@@ -430,7 +430,7 @@ std::optional<NftCompileResult> IncrementalCompiler::sync_nft(const IncrementalS
   return s_->sync_nft(opts, diags);
 }
 
-std::optional<std::string> IncrementalCompiler::full_program(const std::vector<std::string>& existing_nat_chains) const {
+std::optional<std::string> IncrementalCompiler::full_program(const std::vector<std::string_view>& existing_nat_chains) const {
   const State& s = *s_;
   if (!s.synced || !s.node || s.target.kind != BackendKind::IPTables) return std::nullopt;
   std::vector<iptables::PortRef> refs;
@@ -442,8 +442,8 @@ std::optional<std::string> IncrementalCompiler::full_program(const std::vector<s
   assembly.large_cluster = s.large_cluster;
   assembly.total_endpoints = s.total_endpoints;
   for (const auto& c : existing_nat_chains)
-    if (iptables::is_service_chain(c) && s.chain_refs.find(std::string_view(c)) == s.chain_refs.end())
-      assembly.stale_chains.push_back(c);
+    if (iptables::is_service_chain(c) && s.chain_refs.find(c) == s.chain_refs.end())
+      assembly.stale_chains.emplace_back(c);
   std::sort(assembly.stale_chains.begin(), assembly.stale_chains.end());
   assembly.stale_chains.erase(std::unique(assembly.stale_chains.begin(), assembly.stale_chains.end()),
                               assembly.stale_chains.end());

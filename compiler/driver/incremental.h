@@ -106,7 +106,7 @@ class IncrementalCompiler {
   /// deleted). kpc-applier's proof takes its reference program from here (a 10,000-Service
   /// full compile is ~0.7 s; this is the text's assembly). nullopt before the first sync or
   /// for an nftables compiler. Contract: tests/property/incremental_props_test.cpp.
-  std::optional<std::string> full_program(const std::vector<std::string>& existing_nat_chains) const;
+  std::optional<std::string> full_program(const std::vector<std::string_view>& existing_nat_chains) const;
 
  private:
   struct State;

@@ -156,7 +156,7 @@ void check_full_program(const Family& f, const Snapshot& synced, const std::stri
   so.existing_nat_chains = kernel;
   DiagSink d;
   auto batch = compile_iptables(synced, f.backend, so, d);
-  auto full = f.ic.full_program(kernel);
+  auto full = f.ic.full_program(std::vector<std::string_view>(kernel.begin(), kernel.end()));
   RC_ASSERT(batch.has_value() == full.has_value());
   if (!batch) return;
   if (*full != batch->text) {
