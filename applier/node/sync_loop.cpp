@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -622,9 +623,16 @@ struct SyncLoop::State {
   // Anything that goes wrong (the kernel unreadable, no repair possible, the repair refused)
   // makes the family's next sync full, which re-reads the kernel and rewrites all of
   // kube-proxy's part — the repair of last resort.
+  static double thread_cpu_ms() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+  }
+
   DriftPlan plan_drift(const DriftJob& job) const {
     DriftPlan p;
     auto t0 = std::chrono::steady_clock::now();
+    const double c0 = thread_cpu_ms();
     auto fail = [&](std::string why) {
       p.ok = false;
       p.error = std::move(why);
@@ -638,6 +646,7 @@ struct SyncLoop::State {
       p.clean = true;
       p.path = "digest";
       p.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      p.cpu_ms = thread_cpu_ms() - c0;
       return p;
     }
     p.path = "full";
@@ -699,6 +708,7 @@ struct SyncLoop::State {
     }
     if (!p.clean) p.what = what.dump();
     p.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    p.cpu_ms = thread_cpu_ms() - c0;
     return p;
   }
 
@@ -714,6 +724,7 @@ struct SyncLoop::State {
     o.family = fs.family;
     o.ms = plan.ms;
     o.path = plan.path;
+    o.cpu_ms = plan.cpu_ms;
     const bool stale = fs.generation != job.generation;
     if (stale && !(plan.ok && plan.clean)) {
       ++fs.drift_stale;
@@ -954,6 +965,7 @@ static void log_outcome(const SyncLoop::LogFn& log, const DriftOutcome& o, uint6
            {"result", o.result},
            {"drift_ms", std::round(o.ms * 100) / 100},
            {"path", o.path},
+           {"cpu_ms", std::round(o.cpu_ms * 100) / 100},
            {"generation", generation}}
           .dump());
 }
@@ -961,7 +973,7 @@ static void log_outcome(const SyncLoop::LogFn& log, const DriftOutcome& o, uint6
 DriftOutcome SyncLoop::commit_drift(const DriftJob& job, const DriftPlan& plan) {
   std::lock_guard<std::mutex> lock(s_->mu);
   FamilyState* fs = s_->family_state(job.family);
-  if (!fs) return DriftOutcome{job.family, "failed", "", plan.ms, plan.path};
+  if (!fs) return DriftOutcome{job.family, "failed", "", plan.ms, plan.path, plan.cpu_ms};
   ++s_->counters.drift_checks;
   DriftOutcome o = s_->commit_drift_locked(*fs, job, plan);
   if (o.result == "stale") --s_->counters.drift_checks;  // not a check: redone against the newer sync

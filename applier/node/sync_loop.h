@@ -139,6 +139,7 @@ struct DriftPlan {
   std::string what;           ///< JSON: what the repair puts back
   double ms = 0;              ///< the kernel read, the compile, the repair computation
   std::string path;           ///< "digest" (clean by the chain digests) or "full" (model, compile, repair)
+  double cpu_ms = 0;          ///< the planning thread's CPU time (the tool reading the kernel not included)
 };
 struct DriftOutcome {
   IPFamily family = IPFamily::V4;
@@ -149,6 +150,7 @@ struct DriftOutcome {
   std::string what;
   double ms = 0;
   std::string path;  ///< DriftPlan::path
+  double cpu_ms = 0;  ///< DriftPlan::cpu_ms
 };
 
 class SyncLoop {
