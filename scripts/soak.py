@@ -211,12 +211,15 @@ def main():
             if j < len(ss):
                 sched.append(ss[j]["t_end"] - (start + n / a.rate))
     lat = []
+    queue, own = [], []  # the split of each change's latency: waiting for its sync to start, the sync itself
     j = 0
     for (t, kind) in events:
         while j < len(ss) and ss[j]["t_start"] < t:
             j += 1
         if j < len(ss):
             lat.append((ss[j]["t_end"] - t, kind))
+            queue.append(ss[j]["t_start"] - t)
+            own.append(ss[j]["t_end"] - ss[j]["t_start"])
     def pct(v, q):
         v = sorted(v)
         return round(v[min(len(v) - 1, int(q * len(v)))], 3) if v else None
@@ -231,6 +234,7 @@ def main():
         "latency_s": {"p50": pct([x for x, _ in lat], 0.5), "p90": pct([x for x, _ in lat], 0.9),
                       "p99": pct([x for x, _ in lat], 0.99), "max": pct([x for x, _ in lat], 1.0),
                       "n": len(lat)},
+        "latency_split_p50_s": {"queueing": pct(queue, 0.5), "sync": pct(own, 0.5)},
         "latency_from_schedule_s": {"p50": pct(sched, 0.5), "p90": pct(sched, 0.9), "p99": pct(sched, 0.99),
                                     "n": len(sched)},
         "syncs": {"full": sum(1 for s in window if s["kind"] == "full"),

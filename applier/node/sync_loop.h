@@ -84,6 +84,10 @@ struct FamilyReport {
   bool ok = true;
   std::string error;
   size_t jumps_inserted = 0;
+  /// iptables, full syncs: where the held state came from -- "program" (the program applied
+  /// on the state read before, the kernel's dump found equal to it) or "dump" (they differed,
+  /// or there was no state before: the dump is held).
+  std::string held;
   /// iptables: rules written by this sync, and rules in kube-proxy's chains after it, by
   /// table ("nat", "filter") — kube-proxy's sync_proxy_rules_iptables_last/_total.
   std::map<std::string, size_t> rules_written, rules_total;
@@ -106,6 +110,9 @@ struct Counters {
   uint64_t verify_runs = 0, verify_failures = 0;  ///< failures = fallbacks to the full program
   uint64_t jumps_inserted = 0, state_dir_errors = 0;
   uint64_t drift_checks = 0, drift_repairs = 0;  ///< repairs = drift found and repaired
+  /// Full syncs whose held state had to be the kernel's dump (the program's state differed
+  /// from it, or none could be made): the next proofs parse the full program in full.
+  uint64_t held_from_dump = 0;
 };
 
 /// A drift check published by a sync, for a checker thread: the objects the kernel must hold
@@ -116,6 +123,13 @@ struct DriftJob {
   uint64_t generation = 0;
   std::shared_ptr<const Snapshot> objects;
   unsigned stale = 0;  ///< times this family's check was invalidated so far
+  /// iptables: the held state as iptables-save prints it (filter, nat), when it is known to be
+  /// the full program's on kube-proxy's part (a full sync or repair since, then only partials
+  /// proven identical): the check first compares the kernel's dump with it chain by chain
+  /// (digests of kube-proxy's chains and of its jumps in the built-in chains) and stops there
+  /// when they are all equal -- no model load, no compile, no repair computation. Null: the
+  /// full check.
+  std::shared_ptr<const std::string> held_text;
 };
 /// What the unlocked part of a check found: clean (the kernel holds the full program, or an
 /// equivalent one), a repair to apply, or an error (the kernel unreadable, no repair).
@@ -124,6 +138,8 @@ struct DriftPlan {
   std::string error, repair;  ///< repair: a restore program / nft transaction
   std::string what;           ///< JSON: what the repair puts back
   double ms = 0;              ///< the kernel read, the compile, the repair computation
+  std::string path;           ///< "digest" (clean by the chain digests) or "full" (model, compile, repair)
+  double cpu_ms = 0;          ///< the planning thread's CPU time (the tool reading the kernel not included)
 };
 struct DriftOutcome {
   IPFamily family = IPFamily::V4;
@@ -133,6 +149,8 @@ struct DriftOutcome {
   std::string result;
   std::string what;
   double ms = 0;
+  std::string path;  ///< DriftPlan::path
+  double cpu_ms = 0;  ///< DriftPlan::cpu_ms
 };
 
 class SyncLoop {

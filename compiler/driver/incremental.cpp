@@ -430,6 +430,26 @@ std::optional<NftCompileResult> IncrementalCompiler::sync_nft(const IncrementalS
   return s_->sync_nft(opts, diags);
 }
 
+std::optional<std::string> IncrementalCompiler::full_program(const std::vector<std::string_view>& existing_nat_chains) const {
+  const State& s = *s_;
+  if (!s.synced || !s.node || s.target.kind != BackendKind::IPTables) return std::nullopt;
+  std::vector<iptables::PortRef> refs;
+  refs.reserve(s.services.size() + s.services.size() / 4);
+  for (const auto& [k, e] : s.services)
+    for (const auto& f : e.fragments) refs.push_back({&f, true});
+  iptables::AssemblyOptions assembly;
+  assembly.partial = false;
+  assembly.large_cluster = s.large_cluster;
+  assembly.total_endpoints = s.total_endpoints;
+  for (const auto& c : existing_nat_chains)
+    if (iptables::is_service_chain(c) && s.chain_refs.find(c) == s.chain_refs.end())
+      assembly.stale_chains.emplace_back(c);
+  std::sort(assembly.stale_chains.begin(), assembly.stale_chains.end());
+  assembly.stale_chains.erase(std::unique(assembly.stale_chains.begin(), assembly.stale_chains.end()),
+                              assembly.stale_chains.end());
+  return iptables::assemble_iptables(refs, *s.node, assembly).text;
+}
+
 void IncrementalCompiler::restore_failed() {
   State& s = *s_;
   s.restore_failed = true;

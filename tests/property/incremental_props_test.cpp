@@ -43,13 +43,13 @@ using testgen::GeneratedCluster;
 using Key = std::pair<std::string, std::string>;
 
 struct SyncCounter {
-  int syncs = 0, partial = 0, large = 0, flips = 0, skipped_cleanups = 0, deleted_chains = 0;
+  int syncs = 0, partial = 0, large = 0, flips = 0, skipped_cleanups = 0, deleted_chains = 0, full_programs = 0;
   ~SyncCounter() {
     if (syncs)
       std::fprintf(stderr,
                    "IncrementalProps: %d syncs compared with the batch path (%d partial, %d in large-cluster mode, "
-                   "%d flipping it, %d with a throttled cleanup, %d deleting stale chains)\n",
-                   syncs, partial, large, flips, skipped_cleanups, deleted_chains);
+                   "%d flipping it, %d with a throttled cleanup, %d deleting stale chains; %d full_program texts)\n",
+                   syncs, partial, large, flips, skipped_cleanups, deleted_chains, full_programs);
   }
 };
 SyncCounter counter;
@@ -144,6 +144,29 @@ struct Family {
   explicit Family(Backend b) : backend(b), ic(b) {}
 };
 
+// kpc-applier's proof reference (IncrementalCompiler::full_program): after any sync, the
+// full program assembled from the kept fragments, with the kernel's nat chains as they are
+// now, is byte for byte the batch path's full program of the synced state on that kernel.
+void check_full_program(const Family& f, const Snapshot& synced, const std::string& where) {
+  std::vector<std::string> kernel(f.kernel_nat_chains.begin(), f.kernel_nat_chains.end());
+  // A stale per-service chain that is not in the kernel too (it must not be deleted: a -X of
+  // a missing chain fails the restore): only the kernel's chains count.
+  if (*rc::gen::inRange(0, 2) == 0) kernel.push_back("KUBE-SEP-NOTINTHEPROGRAM1");
+  iptables::SyncOptions so;
+  so.existing_nat_chains = kernel;
+  DiagSink d;
+  auto batch = compile_iptables(synced, f.backend, so, d);
+  auto full = f.ic.full_program(std::vector<std::string_view>(kernel.begin(), kernel.end()));
+  RC_ASSERT(batch.has_value() == full.has_value());
+  if (!batch) return;
+  if (*full != batch->text) {
+    RC_LOG() << where << ", " << (f.backend == Backend::IPTables ? "IPv4" : "IPv6")
+             << ": full_program differs from compile_iptables\n";
+    RC_FAIL("IncrementalCompiler::full_program != compile_iptables");
+  }
+  ++counter.full_programs;
+}
+
 // A random cluster (with `bulk` Services near the large-cluster threshold), synced, then a
 // random sequence of changes, each synced by both paths and compared.
 void run_sequence(bool bulk) {
@@ -166,6 +189,7 @@ void run_sequence(bool bulk) {
     if (!batch) continue;
     check_same(*inc, *batch, std::string("first sync, ") + (f->backend == Backend::IPTables ? "IPv4" : "IPv6"));
     apply_nat_chains(f->kernel_nat_chains, batch->text);
+    check_full_program(*f, *prior, "first sync");
     f->large_cluster = batch->sync.large_cluster;
     ++counter.syncs;
   }
@@ -216,6 +240,7 @@ void run_sequence(bool bulk) {
       check_same(*inc, *batch,
                  "step " + std::to_string(step) + ", " + (f->backend == Backend::IPTables ? "IPv4" : "IPv6"));
       apply_nat_chains(f->kernel_nat_chains, batch->text);
+      check_full_program(*f, *next, "step " + std::to_string(step));
       ++counter.syncs;
       counter.partial += batch->partial;
       counter.large += batch->sync.large_cluster;

@@ -118,6 +118,61 @@ TEST(ApplierDriftThread, NoSyncInBetweenTheRepairIsAppliedAndCounted) {
   EXPECT_EQ(f.loop->counters().verify_failures, 0u);
 }
 
+// Issue 15 §5: a kernel whose kube-proxy part is the held state's (proven the full program's)
+// is found clean by the chain digests alone -- no model load, compile or repair computation --
+// and foreign rules and chains are not drift; a drifted chain fails the digests and goes the
+// full way (repaired as before).
+TEST(ApplierDriftThread, CleanKernelByTheChainDigestsForeignRulesAreNotDrift) {
+  Fixture f;
+  ASSERT_TRUE(f.dp.inner
+                  .apply(BackendKind::IPTables, IPFamily::V4,
+                         "*filter\n:FOREIGN - [0:0]\n-A FOREIGN -s 192.0.2.1/32 -j DROP\n-A INPUT -j FOREIGN\nCOMMIT\n"
+                         "*nat\n-A PREROUTING -s 198.51.100.0/24 -j RETURN\nCOMMIT\n")
+                  .ok);
+  f.periodic_sync();
+  auto jobs = f.loop->take_drift_jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_TRUE(jobs[0].held_text) << "the held state is the full program's";
+  DriftPlan plan = f.loop->plan_drift(jobs[0]);
+  ASSERT_TRUE(plan.ok) << plan.error;
+  EXPECT_TRUE(plan.clean);
+  EXPECT_EQ(plan.path, "digest");
+  EXPECT_EQ(f.loop->commit_drift(jobs[0], plan).result, "clean");
+
+  // A flushed endpoint chain: the digests differ, the full check repairs it.
+  flush_a_sep_chain(f.dp.inner);
+  f.periodic_sync();
+  jobs = f.loop->take_drift_jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  plan = f.loop->plan_drift(jobs[0]);
+  ASSERT_TRUE(plan.ok && !plan.clean) << plan.error;
+  EXPECT_EQ(plan.path, "full");
+  EXPECT_EQ(f.loop->commit_drift(jobs[0], plan).result, "repaired");
+  // A deleted kube-proxy jump in a built-in chain is drift too.
+  f.periodic_sync();
+  jobs = f.loop->take_drift_jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  ASSERT_TRUE(jobs[0].held_text) << "held again after the repair";
+  EXPECT_EQ(f.loop->plan_drift(jobs[0]).path, "digest");
+  f.loop->commit_drift(jobs[0], f.loop->plan_drift(jobs[0]));
+  std::string save = f.dp.inner.save(IPFamily::V4);
+  size_t at = save.find("-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES");
+  ASSERT_NE(at, std::string::npos) << save;
+  ASSERT_TRUE(f.dp.inner
+                  .apply(BackendKind::IPTables, IPFamily::V4,
+                         "*nat\n-D PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES\nCOMMIT\n")
+                  .ok);
+  f.periodic_sync();
+  jobs = f.loop->take_drift_jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  plan = f.loop->plan_drift(jobs[0]);
+  ASSERT_TRUE(plan.ok && !plan.clean);
+  EXPECT_EQ(plan.path, "full");
+  EXPECT_EQ(f.loop->commit_drift(jobs[0], plan).result, "repaired");
+  EXPECT_NE(f.dp.inner.save(IPFamily::V4).find("-A PREROUTING -m comment --comment \"kubernetes service portals\" -j KUBE-SERVICES"),
+            std::string::npos);
+}
+
 TEST(ApplierDriftThread, SyncInBetweenInvalidatesTheRepairAndTheCheckIsRedone) {
   Fixture f;
   const std::string svc = flush_a_sep_chain(f.dp.inner);
