@@ -11,7 +11,6 @@
 #include <map>
 #include <random>
 
-#include "compiler/support/text.h"
 #include "tests/support/nft_fate.h"
 #include "tests/support/nft_sync_steps.h"
 #include "tests/support/test_util.h"
@@ -43,16 +42,9 @@ TEST(NftVerifyMutations, CorrectPartialsVerifyAndMutantsAreCaught) {
       vn::NftState want = s.prior;
       ASSERT_TRUE(vn::apply_script(want, s.full, "full.nft").ok) << s.label;
       const std::string want_listing = vn::print_ruleset(want);
-      auto lines = split(s.partial, '\n');
-      for (size_t i = 0; i < lines.size(); ++i) {
-        std::string_view l = trim(lines[i]);
-        if (l.empty() || l[0] == '#') continue;
-        std::string mutant;
-        for (size_t j = 0; j < lines.size(); ++j)
-          if (j != i) mutant += std::string(lines[j]) + "\n";
+      for (const auto& [mutant, where] : test::one_line_deleted(s.partial, s.label)) {
         ++mutants;
         auto r = verify_nft(s.prior, mutant, s.full, vo);
-        std::string where = s.label + ", line " + std::to_string(i + 1) + " deleted: " + std::string(l);
         vn::NftState got = s.prior;
         if (!vn::apply_script(got, mutant, "mutant.nft").ok) {
           ++failing;

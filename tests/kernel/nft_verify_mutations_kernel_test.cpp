@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <fstream>
 
-#include "compiler/support/text.h"
 #include "tests/support/netns.h"
 #include "tests/support/nft_fate.h"
 #include "tests/support/nft_sync_steps.h"
@@ -97,16 +96,9 @@ TEST(NftVerifyMutationsKernel, TheRealNftJudgesEveryMutant) {
           << s.label << ": the correct partial is " << verdict_name(ok.verdict) << " (the kernel's rulesets are "
           << (good_same ? "equal" : "not equal") << ")\n" << verifier::nft_sym::format_text(ok);
 
-      auto lines = split(s.partial, '\n');
       bool dirty = true;
-      for (size_t i = 0; i < lines.size(); ++i) {
-        std::string_view l = trim(lines[i]);
-        if (l.empty() || l[0] == '#') continue;
-        std::string mutant;
-        for (size_t j = 0; j < lines.size(); ++j)
-          if (j != i) mutant += std::string(lines[j]) + "\n";
+      for (const auto& [mutant, where] : one_line_deleted(s.partial, s.label)) {
         ++mutants;
-        const std::string where = s.label + ", line " + std::to_string(i + 1) + " deleted: " + std::string(l);
         const std::string path = k.write("mutant.nft", mutant);
         // A refused transaction leaves the kernel as it was (nft is atomic): no reset needed then.
         if (dirty) ASSERT_TRUE(k.reset(saved)) << where;

@@ -9,6 +9,7 @@
 #include "compiler/model/loader.h"
 #include "compiler/proxy/change_tracker.h"
 #include "compiler/proxy/service_ports.h"
+#include "compiler/support/text.h"
 #include "tests/support/test_util.h"
 
 namespace kpc::test {
@@ -23,6 +24,20 @@ Snapshot load(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<LineDeleted> one_line_deleted(const std::string& program, const std::string& label) {
+  std::vector<LineDeleted> out;
+  auto lines = split(program, '\n');
+  for (size_t i = 0; i < lines.size(); ++i) {
+    std::string_view l = trim(lines[i]);
+    if (l.empty() || l[0] == '#') continue;
+    std::string mutant;
+    for (size_t j = 0; j < lines.size(); ++j)
+      if (j != i) mutant += std::string(lines[j]) + "\n";
+    out.push_back({std::move(mutant), label + ", line " + std::to_string(i + 1) + " deleted: " + std::string(l)});
+  }
+  return out;
+}
 
 std::vector<NftSyncStep> nft_sync_steps(const std::string& fixture) {
   namespace vn = verifier::nft;

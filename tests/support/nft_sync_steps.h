@@ -20,6 +20,14 @@ struct NftSyncStep {
   std::vector<std::string> applied_before;  ///< the transactions that built `prior`, in order
 };
 
+/// One mutant of a program: one line deleted.
+struct LineDeleted {
+  std::string text;   ///< the program without the line
+  std::string where;  ///< "<label>, line N deleted: <the line>"
+};
+/// Every mutant of `program` with one non-empty, non-comment line deleted.
+std::vector<LineDeleted> one_line_deleted(const std::string& program, const std::string& label);
+
 /// The partial syncs of fixtures/<fixture> (IPv4). A step that does not compile or apply is a
 /// test failure (EXPECT) and ends the list.
 std::vector<NftSyncStep> nft_sync_steps(const std::string& fixture);
