@@ -1299,6 +1299,16 @@ std::string format_text(const Packet& pkt, const TraceOptions& options, const Tr
   return out;
 }
 
+namespace {
+// The "ip:port" a KUBE-SEP rule DNATs to (its --to-destination), if it has one.
+std::optional<std::string_view> dnat_destination(std::string_view rule) {
+  size_t p = rule.find(" --to-destination ");
+  if (p == std::string_view::npos) return std::nullopt;
+  size_t b = p + 18, e = rule.find(' ', b);
+  return rule.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b);
+}
+}  // namespace
+
 std::vector<std::string> resolve_affinity(const RulesetState& state, const std::string& endpoint) {
   std::vector<std::string> out;
   const TableState& nat = state.table(TableId::Nat);
@@ -1312,16 +1322,11 @@ std::vector<std::string> resolve_affinity(const RulesetState& state, const std::
   for (const Chain& chain : nat.chains) {
     const std::string name(chain.name);
     if (!starts_with(name, "KUBE-SEP-")) continue;
-    for (uint32_t id : chain.rules) {
-      const std::string_view text = state.store->text(id);
-      size_t p = text.find(" --to-destination ");
-      if (p == std::string::npos) continue;
-      size_t b = p + 18, e = text.find(' ', b);
-      if (text.compare(b, e == std::string::npos ? std::string::npos : e - b, want) == 0) {
+    for (uint32_t id : chain.rules)
+      if (auto to = dnat_destination(state.store->text(id)); to && *to == want) {
         names.push_back(name);
         break;
       }
-    }
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -1333,11 +1338,9 @@ std::unordered_map<std::string, std::vector<std::string>> affinity_index(const R
     const std::string name(chain.name);
     if (!starts_with(name, "KUBE-SEP-")) continue;
     for (uint32_t id : chain.rules) {
-      const std::string_view text = state.store->text(id);
-      size_t p = text.find(" --to-destination ");
-      if (p == std::string::npos) continue;
-      size_t b = p + 18, e = text.find(' ', b);
-      auto& names = out[std::string(text.substr(b, e == std::string::npos ? std::string::npos : e - b))];
+      auto to = dnat_destination(state.store->text(id));
+      if (!to) continue;
+      auto& names = out[std::string(*to)];
       if (names.empty() || names.back() != name) names.push_back(name);
     }
   }
