@@ -1,6 +1,7 @@
 #include "verifier/cross/compare.h"
 
 #include <algorithm>
+#include <future>
 #include <set>
 
 namespace kpc::verifier::cross {
@@ -157,9 +158,33 @@ CrossResult compare(const ConcreteFrontend& fa, const ConcreteFrontend& fb, cons
   const Facts facts_a = fa.facts(), facts_b = fb.facts();
 
   std::vector<Packet> queue = packets(space);
+  // Traces are computed a batch at a time, side A on a second thread while side B runs on
+  // this one, and consumed below in queue order: the packets a batch appends (hairpin and
+  // affinity follow-ups) are traced in a later batch, exactly as the sequential loop would
+  // reach them. A bounded batch keeps at most options.batch distributions per side alive.
+  const size_t batch = std::max<size_t>(1, options.batch);
+  std::vector<Distribution> batch_a, batch_b;
+  size_t batch_begin = 0;
   for (size_t i = 0; i < queue.size(); ++i) {
+    if (i == batch_begin + batch_a.size()) {
+      batch_begin = i;
+      const size_t n = std::min(batch, queue.size() - i);
+      batch_a.assign(n, {});
+      batch_b.assign(n, {});
+      auto side = [&queue, i, n](const ConcreteFrontend& f, std::vector<Distribution>& out) {
+        for (size_t k = 0; k < n; ++k) out[k] = f.trace(queue[i + k]);
+      };
+      if (options.threads > 1) {
+        auto other = std::async(std::launch::async, side, std::cref(fa), std::ref(batch_a));
+        side(fb, batch_b);
+        other.get();
+      } else {
+        side(fa, batch_a);
+        side(fb, batch_b);
+      }
+    }
     Packet p = queue[i];
-    Distribution da = fa.trace(p), db = fb.trace(p);
+    Distribution da = std::move(batch_a[i - batch_begin]), db = std::move(batch_b[i - batch_begin]);
     ++r.packets;
     std::string svc;
     for (const auto* d : {&da, &db})

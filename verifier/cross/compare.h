@@ -60,6 +60,11 @@ struct CrossResult {
 
 struct CompareOptions {
   size_t max_hairpin = 2;  ///< endpoints per service tried as the source (hairpin)
+  /// 2: each side's packets traced on a thread of its own (the two tracers share nothing;
+  /// each front end serialises its own tracer). 1: both on the caller's thread. The result is
+  /// the same either way (packets are traced in batches and consumed in queue order).
+  unsigned threads = 2;
+  size_t batch = 2048;  ///< packets traced per side between two consuming passes (>= 1)
 };
 
 CrossResult compare(const ConcreteFrontend& a, const ConcreteFrontend& b, const PacketSpace& space,
