@@ -3,8 +3,8 @@
 //  - loads every full transaction kpc writes (IPv4 and IPv6), and
 //  - given full(OLD), then partial(OLD -> NEW), then the stale-chain deletion kube-proxy runs
 //    at its next sync (more than a second later), lists exactly what full(NEW) alone lists.
-// Size: 100 cases by default (~350 steps, each for both families); RC_PARAMS="max_success=3000"
-// runs thousands.
+// Size: 50 cases in CI (the release preset's KPC_RC_PARAMS_kernel: ~175 steps, each for both
+// families), 300 in the release-long preset; RC_PARAMS="max_success=3000" runs thousands.
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
