@@ -5,6 +5,7 @@
 #include <exception>
 #include <set>
 #include <thread>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -18,28 +19,29 @@ namespace {
 std::string table_key(const nft::Table& t) { return std::string(nft::family_name(t.family)) + " " + t.name; }
 
 // Chains reachable from a base chain (jumps, gotos, verdict-map values) and sets read by
-// their rules.
+// their rules. Names view the table's own strings.
 struct Reach {
-  std::set<std::string> chains, sets;
+  std::unordered_set<std::string_view> chains, sets;
 };
 Reach reach_of(const nft::Table& t) {
   Reach r;
   std::vector<const nft::Chain*> todo;
   for (const auto& c : t.chains)
     if (c.base && !c.removed) todo.push_back(&c), r.chains.insert(c.name);
+  std::unordered_set<const nft::Set*> maps_read;  // each map's elements read once
   while (!todo.empty()) {
     const nft::Chain* c = todo.back();
     todo.pop_back();
-    auto visit = [&](const std::string& name) {
+    auto visit = [&](std::string_view name) {
       const nft::Chain* n = t.find_chain(name);
-      if (n && !n->removed && r.chains.insert(name).second) todo.push_back(n);
+      if (n && !n->removed && r.chains.insert(n->name).second) todo.push_back(n);
     };
     for (const auto& rule : c->rules) {
       for (const auto& n : rule.refs.chains) visit(n);
       for (const auto& s : rule.refs.sets) {
         r.sets.insert(s);
         const nft::Set* set = t.find_set(s);
-        if (!set || !set->is_map) continue;
+        if (!set || !set->is_map || !maps_read.insert(set).second) continue;
         for (const auto& el : set->elements) {
           if (el.removed || !el.value) continue;
           nft_trace::VerdictSpec v;
@@ -52,10 +54,14 @@ Reach reach_of(const nft::Table& t) {
   return r;
 }
 
-std::vector<std::string> rule_texts(const nft::Chain& c) {
-  std::vector<std::string> out;
-  for (const auto& r : c.rules) out.push_back(r.canonical);
-  return out;
+// The comparisons below are those of the texts the first version built (a chain's rules'
+// canonical texts in order; a set's live elements as sorted "key . : value" texts; the
+// definitions' fields), made without building the texts when the objects are alike.
+bool same_rules(const nft::Chain& a, const nft::Chain& b) {
+  if (a.rules.size() != b.rules.size()) return false;
+  for (size_t i = 0; i < a.rules.size(); ++i)
+    if (a.rules[i].canonical != b.rules[i].canonical) return false;
+  return true;
 }
 std::vector<std::string> element_texts(const nft::Set& s) {
   std::vector<std::string> out;
@@ -69,14 +75,27 @@ std::vector<std::string> element_texts(const nft::Set& s) {
   std::sort(out.begin(), out.end());
   return out;
 }
-std::string chain_definition(const nft::Chain& c) {
-  return c.base ? c.type + "/" + c.hook + "/" + std::to_string(c.priority) + "/" + c.policy : "regular";
+bool same_elements(const nft::Set& a, const nft::Set& b) {
+  // The same live elements in the same order have the same sorted texts.
+  size_t i = 0, j = 0;
+  for (;; ++i, ++j) {
+    while (i < a.elements.size() && a.elements[i].removed) ++i;
+    while (j < b.elements.size() && b.elements[j].removed) ++j;
+    if (i == a.elements.size() || j == b.elements.size()) {
+      if (i == a.elements.size() && j == b.elements.size()) return true;
+      break;
+    }
+    if (a.elements[i].key != b.elements[j].key || a.elements[i].value != b.elements[j].value) break;
+  }
+  return element_texts(a) == element_texts(b);
 }
-std::string set_definition(const nft::Set& s) {
-  std::string d = s.is_map ? "map:" + s.data_name : "set";
-  for (const auto& k : s.key_names) d += " " + k;
-  for (const auto& f : s.flags) d += " " + f;
-  return d + " " + std::to_string(s.timeout_ms);
+bool same_chain_definition(const nft::Chain& a, const nft::Chain& b) {
+  if (a.base != b.base) return false;
+  return !a.base || (a.type == b.type && a.hook == b.hook && a.priority == b.priority && a.policy == b.policy);
+}
+bool same_set_definition(const nft::Set& a, const nft::Set& b) {
+  return a.is_map == b.is_map && (!a.is_map || a.data_name == b.data_name) && a.key_names == b.key_names &&
+         a.flags == b.flags && a.timeout_ms == b.timeout_ms;
 }
 
 void chain_services(const nft::Chain* c, std::set<std::string>& out) {
@@ -100,37 +119,43 @@ std::vector<ObjectDifference> object_differences(const nft::NftState& a, const n
       out.push_back({key, "table", ta ? "only after partial" : "only after full", true, {}});
       continue;
     }
-    Reach ra = reach_of(*ta), rb = reach_of(*tb);
-    std::map<std::string, std::pair<const nft::Chain*, const nft::Chain*>> chains;
+    std::optional<Reach> ra, rb;  // found on the first difference of the table
+    auto reach = [&] {
+      if (!ra) ra = reach_of(*ta), rb = reach_of(*tb);
+    };
+    // By name (the listing's order of differences); names view the tables' strings.
+    std::map<std::string_view, std::pair<const nft::Chain*, const nft::Chain*>> chains;
     for (const auto& c : ta->chains) chains[c.name].first = &c;
     for (const auto& c : tb->chains) chains[c.name].second = &c;
     for (const auto& [name, cc] : chains) {
       auto [ca, cb] = cc;
       std::string kind;
       if (!ca || !cb) kind = ca ? "only after partial" : "only after full";
-      else if (chain_definition(*ca) != chain_definition(*cb)) kind = "definition differs";
-      else if (rule_texts(*ca) != rule_texts(*cb)) kind = "rules differ";
+      else if (!same_chain_definition(*ca, *cb)) kind = "definition differs";
+      else if (!same_rules(*ca, *cb)) kind = "rules differ";
       if (kind.empty()) continue;
-      ObjectDifference d{key, name, kind, ra.chains.count(name) || rb.chains.count(name), {}};
+      reach();
+      ObjectDifference d{key, std::string(name), kind, ra->chains.count(name) || rb->chains.count(name), {}};
       std::set<std::string> svcs;
       chain_services(ca, svcs);
       chain_services(cb, svcs);
       d.services.assign(svcs.begin(), svcs.end());
       out.push_back(std::move(d));
     }
-    std::map<std::string, std::pair<const nft::Set*, const nft::Set*>> sets;
+    std::map<std::string_view, std::pair<const nft::Set*, const nft::Set*>> sets;
     for (const auto& s : ta->sets) sets[s.name].first = &s;
     for (const auto& s : tb->sets) sets[s.name].second = &s;
     for (const auto& [name, ss] : sets) {
       auto [sa, sb] = ss;
       std::string kind;
       if (!sa || !sb) kind = sa ? "only after partial" : "only after full";
-      else if (set_definition(*sa) != set_definition(*sb)) kind = "definition differs";
-      else if (element_texts(*sa) != element_texts(*sb)) kind = "elements differ";
+      else if (!same_set_definition(*sa, *sb)) kind = "definition differs";
+      else if (!same_elements(*sa, *sb)) kind = "elements differ";
       if (kind.empty()) continue;
+      reach();
       bool is_map = (sa ? sa : sb)->is_map;
-      out.push_back({key, std::string(is_map ? "map " : "set ") + name, kind,
-                     ra.sets.count(name) > 0 || rb.sets.count(name) > 0, {}});
+      out.push_back({key, std::string(is_map ? "map " : "set ") + std::string(name), kind,
+                     ra->sets.count(name) > 0 || rb->sets.count(name) > 0, {}});
     }
   }
   return out;
