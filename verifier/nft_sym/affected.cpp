@@ -20,9 +20,11 @@
 // updating rule's outcome) or a set whose affinity status differs: every such rule's chain.
 // Anything else (a table only on one side, a differing base chain) gives all atoms.
 //
-// Cost: proportional to the table's references (names only, no rule is parsed) plus the
-// rules that name a differing set (parsed for their lookup keys); the base chains reaching
-// a lookup are found by walking the references back from it, only for lookups met.
+// Cost: one reference index per side (names only, built side by side; no rule is parsed)
+// plus the rules that name a differing set (parsed for their lookup keys) and the rules with
+// "dnat" in their text; the base chains reaching a chain are found by walking the references
+// back from it, only for the chains met. The same index answers object_differences'
+// reachability (the forward walk's answers, found backwards from the differing objects).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -30,6 +32,7 @@
 #include <unordered_map>
 
 #include "verifier/nft_sym/compare.h"
+#include "verifier/nft_sym/side_by_side.h"
 #include "verifier/nft_sym/verify.h"
 #include "verifier/nft_trace/rule_model.h"
 
@@ -38,6 +41,12 @@ namespace {
 
 using nft_trace::Field;
 using nft_trace::Stmt;
+
+bool names(const std::vector<std::string>& v, const std::string& n) {
+  for (const auto& x : v)
+    if (x == n) return true;
+  return false;
+}
 
 // One table's reference index. Keys view names held by the table (which outlives the view).
 struct TableView {
@@ -62,7 +71,6 @@ struct TableView {
   };
   std::unordered_map<std::string_view, std::vector<Ref>> refs;    // chain name -> references
   std::unordered_map<std::string_view, std::vector<User>> users;  // set name -> rules naming it
-  std::set<std::string> dynamic;  // affinity sets, as the explorer decides them (explorer.cpp)
   std::set<std::string> missing;  // names of map-element targets not in the table (keys view them)
   std::map<std::string, SetUses> uses_cache;
   std::map<std::string, std::set<std::string>> bases_cache;
@@ -92,6 +100,32 @@ struct TableView {
     return uses_cache.emplace(name, std::move(u)).first->second;
   }
 
+  // An affinity set, as the explorer decides them (explorer.cpp): flagged dynamic, or
+  // updated by some rule.
+  bool is_dynamic(const std::string& name) const {
+    const nft::Set* set = t->find_set(name);
+    if (set && set->has_flag("dynamic")) return true;
+    auto us = users.find(name);
+    if (us != users.end())
+      for (const auto& u : us->second)
+        if (names(u.rule->refs.dynset, name)) return true;
+    return false;
+  }
+
+  // Reachable from a base chain (exactly as verify.cpp's forward walk decides it): a chain
+  // that some live base chain reaches; a set that a rule of such a chain names.
+  bool reachable(const std::string& name, bool is_set) {
+    if (!is_set) {
+      const nft::Chain* c = t->find_chain(name);
+      return c && !c->removed && !bases_of(name).empty();
+    }
+    auto us = users.find(name);
+    if (us != users.end())
+      for (const auto& u : us->second)
+        if (!bases_of(u.chain->name).empty()) return true;
+    return false;
+  }
+
   // The base chains from which chain `name` can be reached (itself included if it is one):
   // the references walked backwards, through map elements to the rules naming the map.
   const std::set<std::string>& bases_of(const std::string& name) {
@@ -117,29 +151,13 @@ struct TableView {
         }
         auto us = users.find(ref.map->name);
         if (us != users.end())
-          for (const auto& u : us->second) visit(u.chain);
+          for (const auto& u : us->second)
+            if (names(u.rule->refs.sets, ref.map->name)) visit(u.chain);  // read, not only updated
       }
     }
     return bases_cache.emplace(name, std::move(out)).first->second;
   }
 };
-
-bool names(const std::vector<std::string>& v, const std::string& n) {
-  for (const auto& x : v)
-    if (x == n) return true;
-  return false;
-}
-
-// The explorer's affinity sets of a table: flagged dynamic, or updated by some rule.
-std::set<std::string> dynamic_sets(const nft::Table& t) {
-  std::set<std::string> out;
-  for (const auto& c : t.chains)
-    for (const auto& r : c.rules)
-      for (const auto& n : r.refs.dynset) out.insert(n);
-  for (const auto& s : t.sets)
-    if (s.has_flag("dynamic")) out.insert(s.name);
-  return out;
-}
 
 TableView view_of(const nft::Table& t, bool v4) {
   TableView v;
@@ -173,7 +191,6 @@ TableView view_of(const nft::Table& t, bool v4) {
       }
     }
   }
-  v.dynamic = dynamic_sets(t);
   return v;
 }
 
@@ -274,9 +291,10 @@ symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::Nf
   symbolic::AffectedAtoms out;
   Narrower n{u, u.family == IPFamily::V4, false, {}, false, {}, std::vector<char>(u.atom_count(), 0)};
   // A node -> local packet DNAT'ed to a node address comes back through prerouting. (Only a
-  // rule whose text has "dnat" can hold a dnat statement: the others are not parsed.)
-  for (const auto* st : {&a, &b})
-    for (const auto& t : st->tables)
+  // rule whose text has "dnat" can hold a dnat statement: the others are not parsed.) The
+  // two states are read side by side.
+  auto scan = [&](const nft::NftState& st, std::vector<symbolic::u128>* targets, bool* local) {
+    for (const auto& t : st.tables)
       for (const auto& c : t.chains)
         for (const auto& r : c.rules) {
           if (r.canonical.find("dnat") == std::string::npos) continue;
@@ -284,27 +302,57 @@ symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::Nf
           for (const auto& s : m.stmts)
             if (s.kind == Stmt::Dnat && s.nat_addr) {
               // Every target, of either family (the explorer compares address values).
-              n.dnat_targets.push_back(symbolic::addr_value(*s.nat_addr));
-              if (s.nat_addr->family == u.family && u.local.contains(n.dnat_targets.back()))
-                n.prerouting_post_dnat = true;
+              targets->push_back(symbolic::addr_value(*s.nat_addr));
+              if (s.nat_addr->family == u.family && u.local.contains(targets->back())) *local = true;
             }
         }
+  };
+  std::vector<symbolic::u128> tb_targets;
+  bool tb_local = false;
+  side_by_side([&] { scan(b, &tb_targets, &tb_local); }, [&] { scan(a, &n.dnat_targets, &n.prerouting_post_dnat); });
+  n.dnat_targets.insert(n.dnat_targets.end(), tb_targets.begin(), tb_targets.end());
+  n.prerouting_post_dnat = n.prerouting_post_dnat || tb_local;
   std::sort(n.dnat_targets.begin(), n.dnat_targets.end());
-  auto diffs = object_differences(b, a);
   std::map<std::string, std::pair<const nft::Table*, const nft::Table*>> tables;
   for (const auto& t : a.tables) tables[key_of(t)].first = &t;
   for (const auto& t : b.tables) tables[key_of(t)].second = &t;
-  // A set whose affinity status differs (a rule that updates it added or removed, in any
-  // chain, reachable or not) changes how every lookup of it reads the packet class.
-  for (const auto& [key, tt] : tables) {
-    if (!tt.first || !tt.second) continue;
-    std::set<std::string> da = dynamic_sets(*tt.first), db = dynamic_sets(*tt.second);
-    if (da == db) continue;
-    for (const auto* side : {&da, &db})
-      for (const auto& s : *side)
-        if (!(side == &da ? db : da).count(s)) diffs.push_back({key, "set " + s, "affinity differs", true, {}});
-  }
+  // Each table's two reference indexes (a's, b's), built side by side on first need.
   std::map<std::string, std::pair<TableView, TableView>> views;
+  auto views_of = [&](const std::string& key) -> std::pair<TableView, TableView>& {
+    auto it = views.find(key);
+    if (it != views.end()) return it->second;
+    auto [ta, tb] = tables[key];
+    TableView va, vb;
+    side_by_side([&, tb = tb] { vb = view_of(*tb, n.v4); }, [&, ta = ta] { va = view_of(*ta, n.v4); });
+    return views.emplace(key, std::make_pair(std::move(va), std::move(vb))).first->second;
+  };
+  // (object_differences(b, a): x is b's table, y a's.)
+  auto diffs = object_differences(b, a, [&](const nft::Table&, const nft::Table& y, const std::string& name, bool is_set) {
+    auto& [va, vb] = views_of(key_of(y));
+    return vb.reachable(name, is_set) || va.reachable(name, is_set);
+  });
+  // A set whose affinity status differs (a rule that updates it added or removed, in any
+  // chain, reachable or not) changes how every lookup of it reads the packet class. Only a
+  // set named by a differing object can: the other chains update on both sides alike.
+  {
+    std::map<std::string, std::set<std::string>> candidates;  // table -> set names
+    for (const auto& d : diffs) {
+      auto [ta, tb] = tables[d.table];
+      if (!ta || !tb) continue;
+      if (d.object.rfind("set ", 0) == 0 || d.object.rfind("map ", 0) == 0) {
+        candidates[d.table].insert(d.object.substr(4));
+        continue;
+      }
+      for (const nft::Table* t : {ta, tb})
+        if (const nft::Chain* c = t->find_chain(d.object))
+          for (const auto& r : c->rules) candidates[d.table].insert(r.refs.dynset.begin(), r.refs.dynset.end());
+    }
+    for (const auto& [key, sets] : candidates) {
+      auto& [va, vb] = views_of(key);
+      for (const auto& s : sets)
+        if (va.is_dynamic(s) != vb.is_dynamic(s)) diffs.push_back({key, "set " + s, "affinity differs", true, {}});
+    }
+  }
   for (const auto& d : diffs) {
     if (!d.reachable) continue;
     auto [ta, tb] = tables[d.table];
@@ -317,10 +365,9 @@ symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::Nf
       n.mark_all("chain " + d.object + ": definition differs");
       break;
     }
-    auto it = views.find(d.table);
-    if (it == views.end()) it = views.emplace(d.table, std::make_pair(view_of(*ta, n.v4), view_of(*tb, n.v4))).first;
+    auto& vv = views_of(d.table);
     for (int side = 0; side < 2; ++side) {
-      TableView& v = side ? it->second.second : it->second.first;
+      TableView& v = side ? vv.second : vv.first;
       std::set<std::string> seen;
       if (!is_set) {
         n.reach_chain(v, d.object, seen);
@@ -329,7 +376,7 @@ symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::Nf
       std::string name = d.object.substr(4);
       const nft::Set* s = v.t->find_set(name);
       const nft::Set* o = (side ? ta : tb)->find_set(name);
-      if (!s || !o || d.kind != "elements differ" || v.dynamic.count(name)) {
+      if (!s || !o || d.kind != "elements differ" || v.is_dynamic(name)) {
         // The whole set: every rule naming it, from its chain's atoms.
         n.reach_set(v, name, seen);
         continue;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verifier/nft_sym/compare.h"
+#include "verifier/nft_sym/side_by_side.h"
 #include "verifier/nft_trace/tracer.h"
 #include "verifier/symbolic/report.h"
 
@@ -108,7 +109,55 @@ void chain_services(const nft::Chain* c, std::set<std::string>& out) {
 
 }  // namespace
 
+namespace {
+
+// The objects of two tables paired by name (nullptr: only on one side), in no particular
+// order. Two transactions written alike list their objects in the same order, so the other
+// table's object at the next position is tried before its index; names are unique in a table.
+template <class T, class Find>
+std::vector<std::pair<const T*, const T*>> pair_by_name(const std::vector<T>& a, const std::vector<T>& b, Find find_b) {
+  std::vector<std::pair<const T*, const T*>> out;
+  out.reserve(std::max(a.size(), b.size()));
+  std::vector<char> matched(b.size(), 0);
+  size_t j = 0;
+  for (const T& x : a) {
+    const T* y = nullptr;
+    if (j < b.size() && b[j].name == x.name) y = &b[j];
+    else y = find_b(x.name);
+    if (y) {
+      j = static_cast<size_t>(y - b.data());
+      matched[j++] = 1;
+    }
+    out.push_back({&x, y});
+  }
+  for (size_t k = 0; k < b.size(); ++k)
+    if (!matched[k]) out.push_back({nullptr, &b[k]});
+  return out;
+}
+
+void by_object(std::vector<ObjectDifference>& v) {
+  std::sort(v.begin(), v.end(), [](const ObjectDifference& x, const ObjectDifference& y) { return x.object < y.object; });
+}
+
+}  // namespace
+
 std::vector<ObjectDifference> object_differences(const nft::NftState& a, const nft::NftState& b) {
+  // Reachability by a forward walk from each side's base chains, once per table.
+  std::map<std::pair<const nft::Table*, const nft::Table*>, std::pair<Reach, Reach>> reach;
+  return object_differences(a, b, [&](const nft::Table& ta, const nft::Table& tb, const std::string& name, bool is_set) {
+    auto it = reach.find({&ta, &tb});
+    if (it == reach.end()) {
+      Reach ra, rb;
+      side_by_side([&] { rb = reach_of(tb); }, [&] { ra = reach_of(ta); });
+      it = reach.emplace(std::make_pair(&ta, &tb), std::make_pair(std::move(ra), std::move(rb))).first;
+    }
+    const auto& [ra, rb] = it->second;
+    return is_set ? ra.sets.count(name) > 0 || rb.sets.count(name) > 0 : ra.chains.count(name) || rb.chains.count(name);
+  });
+}
+
+std::vector<ObjectDifference> object_differences(const nft::NftState& a, const nft::NftState& b,
+                                                 const ReachableFn& reachable) {
   std::vector<ObjectDifference> out;
   std::map<std::string, std::pair<const nft::Table*, const nft::Table*>> tables;
   for (const auto& t : a.tables) tables[table_key(t)].first = &t;
@@ -119,44 +168,39 @@ std::vector<ObjectDifference> object_differences(const nft::NftState& a, const n
       out.push_back({key, "table", ta ? "only after partial" : "only after full", true, {}});
       continue;
     }
-    std::optional<Reach> ra, rb;  // found on the first difference of the table
-    auto reach = [&] {
-      if (!ra) ra = reach_of(*ta), rb = reach_of(*tb);
-    };
-    // By name (the listing's order of differences); names view the tables' strings.
-    std::map<std::string_view, std::pair<const nft::Chain*, const nft::Chain*>> chains;
-    for (const auto& c : ta->chains) chains[c.name].first = &c;
-    for (const auto& c : tb->chains) chains[c.name].second = &c;
-    for (const auto& [name, cc] : chains) {
-      auto [ca, cb] = cc;
+    // Chains, then sets, each by name (the order of the first version's name-keyed maps).
+    std::vector<ObjectDifference> found;
+    for (const auto& [ca, cb] : pair_by_name(ta->chains, tb->chains, [&](std::string_view n) { return tb->find_chain(n); })) {
       std::string kind;
       if (!ca || !cb) kind = ca ? "only after partial" : "only after full";
       else if (!same_chain_definition(*ca, *cb)) kind = "definition differs";
       else if (!same_rules(*ca, *cb)) kind = "rules differ";
       if (kind.empty()) continue;
-      reach();
-      ObjectDifference d{key, std::string(name), kind, ra->chains.count(name) || rb->chains.count(name), {}};
+      const std::string& name = (ca ? ca : cb)->name;
+      ObjectDifference d{key, name, kind, reachable(*ta, *tb, name, false), {}};
       std::set<std::string> svcs;
       chain_services(ca, svcs);
       chain_services(cb, svcs);
       d.services.assign(svcs.begin(), svcs.end());
-      out.push_back(std::move(d));
+      found.push_back(std::move(d));
     }
-    std::map<std::string_view, std::pair<const nft::Set*, const nft::Set*>> sets;
-    for (const auto& s : ta->sets) sets[s.name].first = &s;
-    for (const auto& s : tb->sets) sets[s.name].second = &s;
-    for (const auto& [name, ss] : sets) {
-      auto [sa, sb] = ss;
+    by_object(found);
+    for (auto& d : found) out.push_back(std::move(d));
+    found.clear();
+    for (const auto& [sa, sb] : pair_by_name(ta->sets, tb->sets, [&](std::string_view n) { return tb->find_set(n); })) {
       std::string kind;
       if (!sa || !sb) kind = sa ? "only after partial" : "only after full";
       else if (!same_set_definition(*sa, *sb)) kind = "definition differs";
       else if (!same_elements(*sa, *sb)) kind = "elements differ";
       if (kind.empty()) continue;
-      reach();
+      const std::string& name = (sa ? sa : sb)->name;
       bool is_map = (sa ? sa : sb)->is_map;
-      out.push_back({key, std::string(is_map ? "map " : "set ") + std::string(name), kind,
-                     ra->sets.count(name) > 0 || rb->sets.count(name) > 0, {}});
+      found.push_back({key, std::string(is_map ? "map " : "set ") + name, kind, reachable(*ta, *tb, name, true), {}});
     }
+    // Sorted by the set's name: "map " and "set " prefixes aside.
+    std::sort(found.begin(), found.end(),
+              [](const ObjectDifference& x, const ObjectDifference& y) { return x.object.substr(4) < y.object.substr(4); });
+    for (auto& d : found) out.push_back(std::move(d));
   }
   return out;
 }
@@ -255,28 +299,6 @@ bool same_printed_fields(const nft::NftState& a, const nft::NftState& b) {
     }
   }
   return true;
-}
-
-// Runs f on a second thread while g runs on this one; an exception of either is rethrown
-// here once both are done.
-template <class F, class G>
-void side_by_side(F f, G g) {
-  std::exception_ptr side_error;
-  std::thread side([&] {
-    try {
-      f();
-    } catch (...) {
-      side_error = std::current_exception();
-    }
-  });
-  try {
-    g();
-  } catch (...) {
-    side.join();
-    throw;
-  }
-  side.join();
-  if (side_error) std::rethrow_exception(side_error);
 }
 
 // Applies the partial to a copy of the prior and the full to the prior itself, on two threads,
