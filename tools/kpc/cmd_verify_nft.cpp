@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <exception>
 #include <optional>
+#include <memory>
 #include <thread>
 
 #include "compiler/driver/compile_nftables.h"
@@ -174,7 +175,13 @@ int run_verify_nft(const NftVerifyRequest& o) {
 
 int run_diff_nft(const NftDiffRequest& o) {
   // Both sides read on two threads (two independent states); messages in the files' order.
-  vn::NftState before, after;
+  // The two states are kept until the process ends (a static holds them): freeing two
+  // 10,000-Service states, ~1.4 GB of small objects, took ~1 s after the report was out.
+  static std::vector<std::unique_ptr<vn::NftState>>* kept = new std::vector<std::unique_ptr<vn::NftState>>;
+  kept->push_back(std::make_unique<vn::NftState>());
+  kept->push_back(std::make_unique<vn::NftState>());
+  vn::NftState& before = *(*kept)[kept->size() - 2];
+  vn::NftState& after = *(*kept)[kept->size() - 1];
   InputText before_in, after_in;
   InputError before_load, after_load;
   bool before_loaded = before_in.load(o.before, o.max_input_size, &before_load);

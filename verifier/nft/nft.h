@@ -240,6 +240,9 @@ struct PrintOptions {
 };
 /// The state as `nft list ruleset` prints it (nft 1.0.6), byte for byte.
 std::string print_ruleset(const NftState& s, const PrintOptions& o = {});
+/// print_ruleset(a) == print_ruleset(b), without printing the objects whose printed fields
+/// are equal at the same place of both listings, and stopping at the first difference.
+bool same_listing(const NftState& a, const NftState& b);
 /// One table as knftables' Fake.Dump() prints it ("" when the table does not exist).
 std::string print_knftables_dump(const NftState& s, Family family, std::string_view table);
 

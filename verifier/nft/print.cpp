@@ -205,6 +205,117 @@ std::string print_ruleset(const NftState& s, const PrintOptions& po) {
   return o;
 }
 
+namespace {
+
+// A listing in print order, piece by piece: each table's head, its sets, flowtables and
+// chains (with the blank line print_ruleset puts before all but the first), its "}".
+struct Piece {
+  enum Kind { Head, SetP, FlowP, ChainP, Tail } kind;
+  const Table* t;
+  const void* obj;
+  bool delim;
+};
+
+std::vector<Piece> pieces(const NftState& s) {
+  std::vector<Piece> out;
+  for (const auto& t : s.tables) {
+    out.push_back({Piece::Head, &t, nullptr, false});
+    bool delim = false;
+    for (const auto& x : t.sets) out.push_back({Piece::SetP, &t, &x, delim}), delim = true;
+    for (const auto& x : t.flowtables) out.push_back({Piece::FlowP, &t, &x, delim}), delim = true;
+    for (const auto& x : t.chains) out.push_back({Piece::ChainP, &t, &x, delim}), delim = true;
+    out.push_back({Piece::Tail, &t, nullptr, false});
+  }
+  return out;
+}
+
+// Exactly what print_ruleset appends for the piece (no handles).
+void print_piece(std::string& o, const Piece& p) {
+  const PrintOptions po;
+  const Table& t = *p.t;
+  if (p.delim) o += "\n";
+  switch (p.kind) {
+    case Piece::Head:
+      o += std::string("table ") + family_name(t.family) + " " + t.name + " {\n";
+      if (!t.flags.empty()) {
+        o += "\tflags ";
+        for (size_t i = 0; i < t.flags.size(); ++i) o += (i ? "," : "") + t.flags[i];
+        o += "\n";
+      }
+      if (t.comment) o += "\tcomment \"" + *t.comment + "\"\n";
+      break;
+    case Piece::SetP: print_set(o, *static_cast<const Set*>(p.obj), po); break;
+    case Piece::FlowP: print_flowtable(o, *static_cast<const Flowtable*>(p.obj), po); break;
+    case Piece::ChainP: print_chain(o, t, *static_cast<const Chain*>(p.obj), po); break;
+    case Piece::Tail: o += "}\n"; break;
+  }
+}
+
+// Equal printed fields (every field the piece's printer reads): equal texts.
+bool same_fields(const Piece& a, const Piece& b) {
+  if (a.kind != b.kind || a.delim != b.delim) return false;
+  const Table &ta = *a.t, &tb = *b.t;
+  switch (a.kind) {
+    case Piece::Head: return ta.family == tb.family && ta.name == tb.name && ta.flags == tb.flags && ta.comment == tb.comment;
+    case Piece::Tail: return true;
+    case Piece::SetP: {
+      const Set &x = *static_cast<const Set*>(a.obj), &y = *static_cast<const Set*>(b.obj);
+      if (x.name != y.name || x.is_map != y.is_map || x.key != y.key || x.key_names != y.key_names ||
+          x.data_name != y.data_name || x.flags != y.flags || x.policy != y.policy || x.size != y.size ||
+          x.timeout_ms != y.timeout_ms || x.gc_interval_ms != y.gc_interval_ms || x.auto_merge != y.auto_merge ||
+          x.comment != y.comment || x.elements.size() != y.elements.size())
+        return false;
+      for (size_t i = 0; i < x.elements.size(); ++i) {
+        const Element &e = x.elements[i], &f = y.elements[i];
+        if (e.key != f.key || e.sort_key != f.sort_key || e.timeout != f.timeout || e.expires != f.expires ||
+            e.comment != f.comment || e.value != f.value)
+          return false;
+      }
+      return true;
+    }
+    case Piece::FlowP: {
+      const Flowtable &x = *static_cast<const Flowtable*>(a.obj), &y = *static_cast<const Flowtable*>(b.obj);
+      return x.name == y.name && x.priority == y.priority && x.devices == y.devices;
+    }
+    case Piece::ChainP: {
+      const Chain &x = *static_cast<const Chain*>(a.obj), &y = *static_cast<const Chain*>(b.obj);
+      if (x.name != y.name || x.comment != y.comment || x.base != y.base || x.rules.size() != y.rules.size())
+        return false;
+      if (x.base && (x.type != y.type || x.hook != y.hook || x.device != y.device || x.priority != y.priority ||
+                     x.policy != y.policy || ta.family != tb.family))  // the family names the priority
+        return false;
+      for (size_t i = 0; i < x.rules.size(); ++i)
+        if (x.rules[i].canonical != y.rules[i].canonical) return false;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool same_listing(const NftState& a, const NftState& b) {
+  // Both listings streamed piece by piece: a pair of pieces with equal fields at the same
+  // offset of both texts is skipped unprinted; otherwise both are printed and the printed
+  // prefix they share is dropped. The first byte that differs ends the walk.
+  std::vector<Piece> pa = pieces(a), pb = pieces(b);
+  std::string ba, bb;
+  size_t i = 0, j = 0;
+  while (i < pa.size() || j < pb.size()) {
+    if (ba.empty() && bb.empty() && i < pa.size() && j < pb.size() && same_fields(pa[i], pb[j])) {
+      ++i, ++j;
+      continue;
+    }
+    if (i < pa.size()) print_piece(ba, pa[i++]);
+    if (j < pb.size()) print_piece(bb, pb[j++]);
+    size_t n = std::min(ba.size(), bb.size());
+    if (ba.compare(0, n, bb, 0, n) != 0) return false;
+    ba.erase(0, n);
+    bb.erase(0, n);
+  }
+  return ba.empty() && bb.empty();
+}
+
 std::string print_knftables_dump(const NftState& s, Family family, std::string_view table) {
   const Table* t = s.find_table(family, table);
   if (!t) return "";

@@ -138,7 +138,7 @@ CompareResult compare_nft_states(const nft::NftState& before, const nft::NftStat
   CompareResult res;
   Universe u = build_universe({&before, &after}, family, opt.local_addresses);
   res.atoms = u.atom_count();
-  if (!opt.explore_all && nft::print_ruleset(before) == nft::print_ruleset(after)) {
+  if (!opt.explore_all && nft::same_listing(before, after)) {
     res.equivalent_by_hash = true;
     res.narrowing = "the two rule sets list alike (`nft list ruleset`, handles aside)";
     return res;

@@ -1,11 +1,14 @@
 #include "verifier/nft_sym/explorer.h"
 
+#include "verifier/nft_sym/side_by_side.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
 #include <unordered_map>
 
 #include "compiler/ir/rule.h"
+#include "verifier/nft_sym/side_by_side.h"
 #include "verifier/nft_trace/rule_model.h"
 #include "verifier/nft_trace/tracer.h"
 
@@ -90,25 +93,49 @@ std::string affinity_key(const std::string& set) { return "nft set " + set; }
 
 // ------------------------------------------------------------------ universe
 
-void add_to_universe(Universe& u, const std::vector<const nft::NftState*>& states) {
-  const bool v4 = u.family == IPFamily::V4;
-  std::set<u128> cuts(u.dst_cuts.begin(), u.dst_cuts.end());
-  cuts.insert(0);
+namespace {
+
+// One state's contribution to a universe: destination cut points, interface names, affinity
+// timeouts. A function of the state alone, so that two states' are collected side by side.
+struct Cuts {
+  std::set<u128> cuts;
+  std::set<std::string> names;
+  std::set<uint32_t> seconds;
+};
+
+// Can this rule text give a cut, an interface name or a named lookup? Only through the words
+// the rule model reads them from: `ip`/`ip6`/`fib daddr`, `iifname`/`oifname`/`iif`/`oif`,
+// `dnat`, or an `@set` of a lookup (an '@' right after "update " or "add " is a set update,
+// which gives none). The others (a 10,000-Service table's masquerade marks, numgen maps,
+// jumps, affinity updates: about half its rules) are not parsed.
+bool may_contribute(std::string_view t) {
+  constexpr auto npos = std::string_view::npos;
+  if (t.find("daddr") != npos || t.find("dnat") != npos || t.find("iif") != npos || t.find("oif") != npos) return true;
+  auto ends = [](std::string_view s, std::string_view w) { return s.size() >= w.size() && s.substr(s.size() - w.size()) == w; };
+  for (size_t p = t.find('@'); p != npos; p = t.find('@', p + 1))
+    if (!ends(t.substr(0, p), "update ") && !ends(t.substr(0, p), "add ")) return true;
+  return false;
+}
+
+void collect_cuts(const nft::NftState& state, IPFamily family, u128 addr_max, Cuts* out) {
+  const bool v4 = family == IPFamily::V4;
+  std::set<u128>& cuts = out->cuts;
+  std::set<std::string>& names = out->names;
+  std::set<uint32_t>& seconds = out->seconds;
   auto cut = [&](const IPAddr& lo, const IPAddr& hi) {
-    if (lo.family != u.family) return;
+    if (lo.family != family) return;
     u128 a = symbolic::addr_value(lo), b = symbolic::addr_value(hi);
     cuts.insert(a);
-    if (b < u.addr_max) cuts.insert(b + 1);
+    if (b < addr_max) cuts.insert(b + 1);
   };
-  std::set<std::string> names;
-  std::set<uint32_t> seconds(u.age_cuts.begin(), u.age_cuts.end());
-  for (const nft::NftState* st : states) {
-    for (const auto& tb : st->tables) {
-      if (!family_sees(tb.family, u.family)) continue;
+  {
+    for (const auto& tb : state.tables) {
+      if (!family_sees(tb.family, family)) continue;
       // Sets by the fields the rules look them up with.
       std::map<std::string, std::vector<Field>> set_fields;
       for (const auto& c : tb.chains)
         for (const auto& r : c.rules) {
+          if (!may_contribute(r.canonical)) continue;
           RuleModel m = nft_trace::read_rule(r.canonical, v4);
           iface_names(m, &names);
           for (const auto& s : m.stmts) {
@@ -140,6 +167,27 @@ void add_to_universe(Universe& u, const std::vector<const nft::NftState*>& state
         }
       }
     }
+  }
+}
+
+}  // namespace
+
+void add_to_universe(Universe& u, const std::vector<const nft::NftState*>& states) {
+  std::vector<Cuts> per(states.size());
+  // Two states (a comparison's): collected on two threads.
+  if (states.size() == 2 && states[0] != states[1])
+    side_by_side([&] { collect_cuts(*states[1], u.family, u.addr_max, &per[1]); },
+                 [&] { collect_cuts(*states[0], u.family, u.addr_max, &per[0]); });
+  else
+    for (size_t i = 0; i < states.size(); ++i) collect_cuts(*states[i], u.family, u.addr_max, &per[i]);
+  std::set<u128> cuts(u.dst_cuts.begin(), u.dst_cuts.end());
+  cuts.insert(0);
+  std::set<std::string> names;
+  std::set<uint32_t> seconds(u.age_cuts.begin(), u.age_cuts.end());
+  for (auto& c : per) {
+    cuts.merge(c.cuts);
+    names.merge(c.names);
+    seconds.merge(c.seconds);
   }
   u.dst_cuts.assign(cuts.begin(), cuts.end());
   u.age_cuts.clear();
@@ -232,8 +280,14 @@ struct Explorer::Impl {
     size_t evaluated = 0;
   };
   std::vector<Exec> work;
+  // Every live base chain, in table and chain order: the walks look for hooks here rather
+  // than over every chain of the state (a 10,000-Service table has ~110,000 chains).
+  std::vector<std::pair<const nft::Table*, const nft::Chain*>> base_chains;
 
   Impl(const nft::NftState& s, Universe& uni) : st(s), u(uni), v4(uni.family == IPFamily::V4) {
+    for (const auto& tb : st.tables)
+      for (const auto& c : tb.chains)
+        if (c.base && !c.removed) base_chains.push_back({&tb, &c});
     // Affinity sets: those a rule updates. Ids are interned by canonical key.
     for (const auto& tb : st.tables) {
       if (!family_sees(tb.family, u.family)) continue;
@@ -267,12 +321,9 @@ struct Explorer::Impl {
 
   std::vector<Stage> hook_stages(Hook h, bool loopback) const {
     std::vector<Stage> out;
-    for (const auto& tb : st.tables) {
-      if (!family_sees(tb.family, u.family)) continue;
-      for (const auto& c : tb.chains) {
-        if (c.removed || !c.base || c.hook != hook_name(h)) continue;
-        out.push_back(Stage{false, h, &tb, &c, loopback});
-      }
+    for (const auto& [tb, c] : base_chains) {
+      if (!family_sees(tb->family, u.family) || c->hook != hook_name(h)) continue;
+      out.push_back(Stage{false, h, tb, c, loopback});
     }
     std::stable_sort(out.begin(), out.end(),
                      [](const Stage& a, const Stage& b) { return a.chain->priority < b.chain->priority; });
@@ -1047,16 +1098,14 @@ struct Explorer::Impl {
     e.k = start;
     e.origin = origin;
     // Hooks outside the model that could see the packet first (as the tracer).
-    for (const auto& tb : st.tables) {
-      bool sees = tb.family == nft::Family::Netdev || tb.family == nft::Family::Inet;
-      for (const auto& c : tb.chains) {
-        if (!sees || !c.base || c.removed || (c.hook != "ingress" && c.hook != "egress")) continue;
-        if (origin == Origin::Node && c.hook == "ingress") continue;
-        finish(e, Verdict::Unknown,
-               "the " + c.hook + " chain " + std::string(nft::family_name(tb.family)) + " " + tb.name + " " + c.name +
-                   " may see the packet: not modelled");
-        return std::move(leaves);
-      }
+    for (const auto& [tb, c] : base_chains) {
+      bool sees = tb->family == nft::Family::Netdev || tb->family == nft::Family::Inet;
+      if (!sees || (c->hook != "ingress" && c->hook != "egress")) continue;
+      if (origin == Origin::Node && c->hook == "ingress") continue;
+      finish(e, Verdict::Unknown,
+             "the " + c->hook + " chain " + std::string(nft::family_name(tb->family)) + " " + tb->name + " " + c->name +
+                 " may see the packet: not modelled");
+      return std::move(leaves);
     }
     if (origin == Origin::Node) {
       append(e, Hook::Output);

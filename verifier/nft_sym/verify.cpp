@@ -5,10 +5,12 @@
 #include <exception>
 #include <set>
 #include <thread>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
 #include "verifier/nft_sym/compare.h"
+#include "verifier/nft_sym/side_by_side.h"
 #include "verifier/nft_trace/tracer.h"
 #include "verifier/symbolic/report.h"
 
@@ -18,28 +20,29 @@ namespace {
 std::string table_key(const nft::Table& t) { return std::string(nft::family_name(t.family)) + " " + t.name; }
 
 // Chains reachable from a base chain (jumps, gotos, verdict-map values) and sets read by
-// their rules.
+// their rules. Names view the table's own strings.
 struct Reach {
-  std::set<std::string> chains, sets;
+  std::unordered_set<std::string_view> chains, sets;
 };
 Reach reach_of(const nft::Table& t) {
   Reach r;
   std::vector<const nft::Chain*> todo;
   for (const auto& c : t.chains)
     if (c.base && !c.removed) todo.push_back(&c), r.chains.insert(c.name);
+  std::unordered_set<const nft::Set*> maps_read;  // each map's elements read once
   while (!todo.empty()) {
     const nft::Chain* c = todo.back();
     todo.pop_back();
-    auto visit = [&](const std::string& name) {
+    auto visit = [&](std::string_view name) {
       const nft::Chain* n = t.find_chain(name);
-      if (n && !n->removed && r.chains.insert(name).second) todo.push_back(n);
+      if (n && !n->removed && r.chains.insert(n->name).second) todo.push_back(n);
     };
     for (const auto& rule : c->rules) {
       for (const auto& n : rule.refs.chains) visit(n);
       for (const auto& s : rule.refs.sets) {
         r.sets.insert(s);
         const nft::Set* set = t.find_set(s);
-        if (!set || !set->is_map) continue;
+        if (!set || !set->is_map || !maps_read.insert(set).second) continue;
         for (const auto& el : set->elements) {
           if (el.removed || !el.value) continue;
           nft_trace::VerdictSpec v;
@@ -52,10 +55,14 @@ Reach reach_of(const nft::Table& t) {
   return r;
 }
 
-std::vector<std::string> rule_texts(const nft::Chain& c) {
-  std::vector<std::string> out;
-  for (const auto& r : c.rules) out.push_back(r.canonical);
-  return out;
+// The comparisons below are those of the texts the first version built (a chain's rules'
+// canonical texts in order; a set's live elements as sorted "key . : value" texts; the
+// definitions' fields), made without building the texts when the objects are alike.
+bool same_rules(const nft::Chain& a, const nft::Chain& b) {
+  if (a.rules.size() != b.rules.size()) return false;
+  for (size_t i = 0; i < a.rules.size(); ++i)
+    if (a.rules[i].canonical != b.rules[i].canonical) return false;
+  return true;
 }
 std::vector<std::string> element_texts(const nft::Set& s) {
   std::vector<std::string> out;
@@ -69,14 +76,27 @@ std::vector<std::string> element_texts(const nft::Set& s) {
   std::sort(out.begin(), out.end());
   return out;
 }
-std::string chain_definition(const nft::Chain& c) {
-  return c.base ? c.type + "/" + c.hook + "/" + std::to_string(c.priority) + "/" + c.policy : "regular";
+bool same_elements(const nft::Set& a, const nft::Set& b) {
+  // The same live elements in the same order have the same sorted texts.
+  size_t i = 0, j = 0;
+  for (;; ++i, ++j) {
+    while (i < a.elements.size() && a.elements[i].removed) ++i;
+    while (j < b.elements.size() && b.elements[j].removed) ++j;
+    if (i == a.elements.size() || j == b.elements.size()) {
+      if (i == a.elements.size() && j == b.elements.size()) return true;
+      break;
+    }
+    if (a.elements[i].key != b.elements[j].key || a.elements[i].value != b.elements[j].value) break;
+  }
+  return element_texts(a) == element_texts(b);
 }
-std::string set_definition(const nft::Set& s) {
-  std::string d = s.is_map ? "map:" + s.data_name : "set";
-  for (const auto& k : s.key_names) d += " " + k;
-  for (const auto& f : s.flags) d += " " + f;
-  return d + " " + std::to_string(s.timeout_ms);
+bool same_chain_definition(const nft::Chain& a, const nft::Chain& b) {
+  if (a.base != b.base) return false;
+  return !a.base || (a.type == b.type && a.hook == b.hook && a.priority == b.priority && a.policy == b.policy);
+}
+bool same_set_definition(const nft::Set& a, const nft::Set& b) {
+  return a.is_map == b.is_map && (!a.is_map || a.data_name == b.data_name) && a.key_names == b.key_names &&
+         a.flags == b.flags && a.timeout_ms == b.timeout_ms;
 }
 
 void chain_services(const nft::Chain* c, std::set<std::string>& out) {
@@ -89,7 +109,55 @@ void chain_services(const nft::Chain* c, std::set<std::string>& out) {
 
 }  // namespace
 
+namespace {
+
+// The objects of two tables paired by name (nullptr: only on one side), in no particular
+// order. Two transactions written alike list their objects in the same order, so the other
+// table's object at the next position is tried before its index; names are unique in a table.
+template <class T, class Find>
+std::vector<std::pair<const T*, const T*>> pair_by_name(const std::vector<T>& a, const std::vector<T>& b, Find find_b) {
+  std::vector<std::pair<const T*, const T*>> out;
+  out.reserve(std::max(a.size(), b.size()));
+  std::vector<char> matched(b.size(), 0);
+  size_t j = 0;
+  for (const T& x : a) {
+    const T* y = nullptr;
+    if (j < b.size() && b[j].name == x.name) y = &b[j];
+    else y = find_b(x.name);
+    if (y) {
+      j = static_cast<size_t>(y - b.data());
+      matched[j++] = 1;
+    }
+    out.push_back({&x, y});
+  }
+  for (size_t k = 0; k < b.size(); ++k)
+    if (!matched[k]) out.push_back({nullptr, &b[k]});
+  return out;
+}
+
+void by_object(std::vector<ObjectDifference>& v) {
+  std::sort(v.begin(), v.end(), [](const ObjectDifference& x, const ObjectDifference& y) { return x.object < y.object; });
+}
+
+}  // namespace
+
 std::vector<ObjectDifference> object_differences(const nft::NftState& a, const nft::NftState& b) {
+  // Reachability by a forward walk from each side's base chains, once per table.
+  std::map<std::pair<const nft::Table*, const nft::Table*>, std::pair<Reach, Reach>> reach;
+  return object_differences(a, b, [&](const nft::Table& ta, const nft::Table& tb, const std::string& name, bool is_set) {
+    auto it = reach.find({&ta, &tb});
+    if (it == reach.end()) {
+      Reach ra, rb;
+      side_by_side([&] { rb = reach_of(tb); }, [&] { ra = reach_of(ta); });
+      it = reach.emplace(std::make_pair(&ta, &tb), std::make_pair(std::move(ra), std::move(rb))).first;
+    }
+    const auto& [ra, rb] = it->second;
+    return is_set ? ra.sets.count(name) > 0 || rb.sets.count(name) > 0 : ra.chains.count(name) || rb.chains.count(name);
+  });
+}
+
+std::vector<ObjectDifference> object_differences(const nft::NftState& a, const nft::NftState& b,
+                                                 const ReachableFn& reachable) {
   std::vector<ObjectDifference> out;
   std::map<std::string, std::pair<const nft::Table*, const nft::Table*>> tables;
   for (const auto& t : a.tables) tables[table_key(t)].first = &t;
@@ -100,38 +168,39 @@ std::vector<ObjectDifference> object_differences(const nft::NftState& a, const n
       out.push_back({key, "table", ta ? "only after partial" : "only after full", true, {}});
       continue;
     }
-    Reach ra = reach_of(*ta), rb = reach_of(*tb);
-    std::map<std::string, std::pair<const nft::Chain*, const nft::Chain*>> chains;
-    for (const auto& c : ta->chains) chains[c.name].first = &c;
-    for (const auto& c : tb->chains) chains[c.name].second = &c;
-    for (const auto& [name, cc] : chains) {
-      auto [ca, cb] = cc;
+    // Chains, then sets, each by name (the order of the first version's name-keyed maps).
+    std::vector<ObjectDifference> found;
+    for (const auto& [ca, cb] : pair_by_name(ta->chains, tb->chains, [&](std::string_view n) { return tb->find_chain(n); })) {
       std::string kind;
       if (!ca || !cb) kind = ca ? "only after partial" : "only after full";
-      else if (chain_definition(*ca) != chain_definition(*cb)) kind = "definition differs";
-      else if (rule_texts(*ca) != rule_texts(*cb)) kind = "rules differ";
+      else if (!same_chain_definition(*ca, *cb)) kind = "definition differs";
+      else if (!same_rules(*ca, *cb)) kind = "rules differ";
       if (kind.empty()) continue;
-      ObjectDifference d{key, name, kind, ra.chains.count(name) || rb.chains.count(name), {}};
+      const std::string& name = (ca ? ca : cb)->name;
+      ObjectDifference d{key, name, kind, reachable(*ta, *tb, name, false), {}};
       std::set<std::string> svcs;
       chain_services(ca, svcs);
       chain_services(cb, svcs);
       d.services.assign(svcs.begin(), svcs.end());
-      out.push_back(std::move(d));
+      found.push_back(std::move(d));
     }
-    std::map<std::string, std::pair<const nft::Set*, const nft::Set*>> sets;
-    for (const auto& s : ta->sets) sets[s.name].first = &s;
-    for (const auto& s : tb->sets) sets[s.name].second = &s;
-    for (const auto& [name, ss] : sets) {
-      auto [sa, sb] = ss;
+    by_object(found);
+    for (auto& d : found) out.push_back(std::move(d));
+    found.clear();
+    for (const auto& [sa, sb] : pair_by_name(ta->sets, tb->sets, [&](std::string_view n) { return tb->find_set(n); })) {
       std::string kind;
       if (!sa || !sb) kind = sa ? "only after partial" : "only after full";
-      else if (set_definition(*sa) != set_definition(*sb)) kind = "definition differs";
-      else if (element_texts(*sa) != element_texts(*sb)) kind = "elements differ";
+      else if (!same_set_definition(*sa, *sb)) kind = "definition differs";
+      else if (!same_elements(*sa, *sb)) kind = "elements differ";
       if (kind.empty()) continue;
+      const std::string& name = (sa ? sa : sb)->name;
       bool is_map = (sa ? sa : sb)->is_map;
-      out.push_back({key, std::string(is_map ? "map " : "set ") + name, kind,
-                     ra.sets.count(name) > 0 || rb.sets.count(name) > 0, {}});
+      found.push_back({key, std::string(is_map ? "map " : "set ") + name, kind, reachable(*ta, *tb, name, true), {}});
     }
+    // Sorted by the set's name: "map " and "set " prefixes aside.
+    std::sort(found.begin(), found.end(),
+              [](const ObjectDifference& x, const ObjectDifference& y) { return x.object.substr(4) < y.object.substr(4); });
+    for (auto& d : found) out.push_back(std::move(d));
   }
   return out;
 }
@@ -230,28 +299,6 @@ bool same_printed_fields(const nft::NftState& a, const nft::NftState& b) {
     }
   }
   return true;
-}
-
-// Runs f on a second thread while g runs on this one; an exception of either is rethrown
-// here once both are done.
-template <class F, class G>
-void side_by_side(F f, G g) {
-  std::exception_ptr side_error;
-  std::thread side([&] {
-    try {
-      f();
-    } catch (...) {
-      side_error = std::current_exception();
-    }
-  });
-  try {
-    g();
-  } catch (...) {
-    side.join();
-    throw;
-  }
-  side.join();
-  if (side_error) std::rethrow_exception(side_error);
 }
 
 // Applies the partial to a copy of the prior and the full to the prior itself, on two threads,

@@ -8,6 +8,7 @@
 // or cannot prove.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,5 +67,15 @@ std::string format_markdown(const NftVerifyResult& r);
 
 /// The differing objects of two states (what format_* lists), with reachability.
 std::vector<ObjectDifference> object_differences(const nft::NftState& a, const nft::NftState& b);
+
+/// Is chain (or set) `name` reachable from a base chain in table a or b (the same table of
+/// the two states)? A set is reachable when a rule of a reachable chain names it.
+using ReachableFn = std::function<bool(const nft::Table& a, const nft::Table& b, const std::string& name, bool is_set)>;
+
+/// The same with reachability answered by the caller (affected.cpp, from its reference
+/// index, instead of a forward walk over both tables); `reachable` must answer exactly as
+/// the forward walk would.
+std::vector<ObjectDifference> object_differences(const nft::NftState& a, const nft::NftState& b,
+                                                 const ReachableFn& reachable);
 
 }  // namespace kpc::verifier::nft_sym
