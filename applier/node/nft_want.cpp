@@ -27,6 +27,7 @@ std::string_view word(std::string_view s, size_t* pos) {
 
 void NftWant::reset() {
   state_ = vn::NftState{};
+  unordered_ = false;
   valid_ = false;
   prev_ = Parsed{};
 }
@@ -175,37 +176,38 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone) 
     if (o.kind == 'e' && o.present && !sets_redone.count(o.set) && !next.index.count("e" + o.name))
       element_deletes += "delete element " + prefix + o.name + " }\n";
 
-  std::string step1 = flushes + element_deletes + set_deletes + chain_deletes;
-  std::string step2;
+  // Both steps in one transaction on the model (each transaction walks the whole jump graph).
+  std::string script = flushes + element_deletes + set_deletes + chain_deletes;
   for (size_t i = 0; i < next.lines.size(); ++i)
-    if (next.line_obj[i] != UINT32_MAX && dirty[next.line_obj[i]]) step2.append(next.lines[i]).push_back('\n');
+    if (next.line_obj[i] != UINT32_MAX && dirty[next.line_obj[i]]) script.append(next.lines[i]).push_back('\n');
   *redone = static_cast<size_t>(std::count(dirty.begin(), dirty.end(), 1));
-  if (!step1.empty()) {
-    auto r = vn::apply_script(state_, step1, "want-delete.nft");
+  if (!script.empty()) {
+    auto r = vn::apply_script(state_, script, "want.nft");
     if (!r.ok) {
-      *why = "step 1: " + (r.error ? r.error->to_string() : std::string("failed"));
+      *why = "the objects' transaction: " + (r.error ? r.error->to_string() : std::string("failed"));
       return false;
     }
   }
-  if (!step2.empty()) {
-    auto r = vn::apply_script(state_, step2, "want-add.nft");
-    if (!r.ok) {
-      *why = "step 2: " + (r.error ? r.error->to_string() : std::string("failed"));
-      return false;
-    }
-  }
-  if (!reorder(next)) {
+  if (!check(next)) {
     *why = "the objects held differ from the text's";
     return false;
   }
   return true;
 }
 
-// Chains and sets in the order a whole apply creates them, and a count of what the text
-// leaves (a cheap check that the kept state holds exactly the text's objects).
-bool NftWant::reorder(const Parsed& next) {
+static int64_t created_at(const std::unordered_map<std::string, uint32_t>& index, const std::vector<NftWant::Obj>& objs,
+                          char k, const std::string& name) {
+  std::string key(1, k);
+  key += name;
+  auto it = index.find(key);
+  return it == index.end() || !objs[it->second].present ? -1 : objs[it->second].created;
+}
+
+// A cheap check that the kept state holds exactly the text's objects: the same chain and set
+// names, as many elements. Whether they are in creation order is noted (state() sorts).
+bool NftWant::check(const Parsed& next) {
   auto fam = vn::family_from_name(next.family);
-  vn::Table* t = fam ? state_.find_table(*fam, next.table) : nullptr;
+  const vn::Table* t = fam ? state_.find_table(*fam, next.table) : nullptr;
   if (!t) return false;
   size_t chains = 0, sets = 0, elements = 0;
   for (const Obj& o : next.objs)
@@ -213,10 +215,29 @@ bool NftWant::reorder(const Parsed& next) {
   size_t held_elements = 0;
   for (const auto& s : t->sets) held_elements += s.elements.size();
   if (t->chains.size() != chains || t->sets.size() != sets || held_elements != elements) return false;
-  auto created = [&](char k, const std::string& name) -> int64_t {
-    auto it = next.index.find(std::string(1, k) + name);
-    return it == next.index.end() || !next.objs[it->second].present ? -1 : next.objs[it->second].created;
-  };
+  int64_t last = -1;
+  for (const auto& c : t->chains) {
+    int64_t at = created_at(next.index, next.objs, 'c', c.name);
+    if (at < 0) return false;
+    if (at < last) unordered_ = true;
+    last = at;
+  }
+  last = -1;
+  for (const auto& st : t->sets) {
+    int64_t at = created_at(next.index, next.objs, 's', st.name);
+    if (at < 0) return false;
+    if (at < last) unordered_ = true;
+    last = at;
+  }
+  return true;
+}
+
+// Chains and sets in the order a whole apply creates them (the last text's creating lines).
+bool NftWant::reorder(const Parsed& next) {
+  auto fam = vn::family_from_name(next.family);
+  vn::Table* t = fam ? state_.find_table(*fam, next.table) : nullptr;
+  if (!t) return false;
+  auto created = [&](char k, const std::string& name) { return created_at(next.index, next.objs, k, name); };
   bool moved = false;
   if (test_skip_reorder) return true;
   auto order = [&](auto& v, char k) {
@@ -239,6 +260,14 @@ bool NftWant::reorder(const Parsed& next) {
   return true;
 }
 
+const vn::NftState& NftWant::state() {
+  if (unordered_ && valid_) {
+    reorder(prev_);
+    unordered_ = false;
+  }
+  return state_;
+}
+
 NftWant::Update NftWant::update(std::string_view full_text) {
   Update u;
   Parsed next = parse(full_text);
@@ -253,6 +282,7 @@ NftWant::Update NftWant::update(std::string_view full_text) {
   }
   if (!done) {
     state_ = vn::NftState{};
+    unordered_ = false;
     u.apply = vn::apply_script(state_, full_text, "full.nft");
     if (!u.apply.ok) {
       reset();

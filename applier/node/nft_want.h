@@ -10,9 +10,11 @@
 // whose block changed are redone on the kept state, in two nft transactions on the model:
 //   1. flush the chains whose rules changed, delete the elements, sets and chains that changed
 //      shape or are gone;
-//   2. the new blocks of every changed or new object, in the transaction's order;
-// then the chains and sets are put back in the order a whole apply creates them (`nft list`
-// prints them in that order). Anything else -- a command other than add/flush/delete of
+//   2. the new blocks of every changed or new object, in the transaction's order
+// (one transaction on the model: each one walks the whole jump graph); then a cheap check
+// that the state holds exactly the text's chains, sets and element count. Chains and sets
+// created on the way are put back in the order a whole apply creates them (`nft list` prints
+// them in that order) when state() is asked for; the proof compares by name and skips that. Anything else -- a command other than add/flush/delete of
 // kube-proxy's table, chains, rules, sets, maps and elements, a changed table command, a set
 // command after one of its elements, any apply error -- and the whole text is applied to an
 // empty state instead: the result is always the whole apply's (tests/property/
@@ -45,14 +47,18 @@ class NftWant {
 
   /// Makes state() the whole apply of `full_text` (a full transaction of kube-proxy's table).
   Update update(std::string_view full_text);
-  const verifier::nft::NftState& state() const { return state_; }
+  /// The whole apply's state, chains and sets in its creation order (`nft list` order).
+  const verifier::nft::NftState& state();
+  /// The same objects, possibly not in creation order (the sort is skipped until state() is
+  /// asked for): what the proof's comparison, which goes by name, reads.
+  const verifier::nft::NftState& state_any_order() const { return state_; }
   bool valid() const { return valid_; }
   void reset();
 
   /// For tests: skip the last step, the creation order (a deliberately broken object path).
   bool test_skip_reorder = false;
 
- private:
+ public:
   struct Obj {
     char kind = 0;               ///< 'c' chain, 's' set or map, 'e' element
     std::string name;            ///< chain or set name; element: "SET { KEY"
@@ -64,6 +70,8 @@ class NftWant {
     bool is_map = false;
     bool elements_seen = false;  ///< set: one of its elements came already
   };
+
+ private:
   struct Parsed {
     bool ok = false;
     std::string why;
@@ -76,10 +84,12 @@ class NftWant {
   };
   static Parsed parse(std::string_view text);
   bool incremental(const Parsed& next, std::string* why, size_t* redone);
+  bool check(const Parsed& next);
   bool reorder(const Parsed& next);
 
   verifier::nft::NftState state_;
   bool valid_ = false;
+  bool unordered_ = false;  ///< the object path created chains or sets out of creation order
   Parsed prev_;
 };
 

@@ -448,7 +448,7 @@ struct SyncLoop::State {
               rep.verdict = (b.not_modelled() || c.not_modelled()) ? "cannot-prove" : "fails-to-apply";
               report = (!b.ok ? "partial: " + (b.error ? b.error->to_string() : "") : "full: " + (c.error ? c.error->to_string() : ""));
             } else {
-              auto cmp = compare_nft_tables(got, fs.nft_want.state(), nf, "kube-proxy");
+              auto cmp = compare_nft_tables(got, fs.nft_want.state_any_order(), nf, "kube-proxy");
               rep.verdict = nft_verdict_name(cmp.verdict);
               proven = cmp.verdict != NftVerdict::NotEquivalent;
               for (const auto& d : cmp.differences) report += d + "\n";
