@@ -26,6 +26,7 @@ std::string_view word(std::string_view s, size_t* pos) {
 }  // namespace
 
 void NftWant::reset() {
+  failed_text_.clear();
   state_ = vn::NftState{};
   unordered_ = false;
   valid_ = false;
@@ -34,8 +35,24 @@ void NftWant::reset() {
 
 // One pass over the text: every line's object, each object's digests, presence and creating
 // line. Shapes the object path does not handle leave ok false with the reason.
-NftWant::Parsed NftWant::parse(std::string_view text) {
+static int kind_slot(char k) { return k == 'c' ? 0 : k == 's' ? 1 : 2; }
+
+const NftWant::Obj* NftWant::Parsed::find(char kind, std::string_view name) const {
+  const auto& ix = index[kind_slot(kind)];
+  auto it = ix.find(name);
+  return it == ix.end() ? nullptr : &objs[it->second];
+}
+
+const std::string& NftWant::text() const {
+  static const std::string kEmpty;
+  if (!valid_) return failed_text_;
+  return prev_.text ? *prev_.text : kEmpty;
+}
+
+NftWant::Parsed NftWant::parse(std::string owned) {
   Parsed p;
+  p.text = std::make_unique<std::string>(std::move(owned));
+  std::string_view text = *p.text;
   auto fail = [&](std::string why, size_t line) {
     p.ok = false;
     p.why = std::move(why) + " (line " + std::to_string(line + 1) + ")";
@@ -50,9 +67,8 @@ NftWant::Parsed NftWant::parse(std::string_view text) {
   }
   p.line_obj.resize(p.lines.size());
   p.objs.reserve(p.lines.size() / 3);
-  p.index.reserve(p.lines.size() / 3);
+  p.index[0].reserve(p.lines.size() / 8);
   bool table_seen = false;
-  std::string key;
   for (size_t i = 0; i < p.lines.size(); ++i) {
     std::string_view l = p.lines[i];
     size_t at = 0;
@@ -89,13 +105,12 @@ NftWant::Parsed NftWant::parse(std::string_view text) {
       return fail(std::string(kind) + " command", i);
     }
     if (name.empty()) return fail("a command without a name", i);
-    key.assign(1, k).append(name);
-    auto [it, fresh] = p.index.try_emplace(key, static_cast<uint32_t>(p.objs.size()));
+    auto [it, fresh] = p.index[kind_slot(k)].try_emplace(name, static_cast<uint32_t>(p.objs.size()));
     if (fresh) {
       Obj& o = p.objs.emplace_back();
       o.kind = k;
-      o.name.assign(name);
-      o.set.assign(set);
+      o.name = name;
+      o.set = set;
     }
     Obj& o = p.objs[it->second];
     p.line_obj[i] = it->second;
@@ -108,8 +123,8 @@ NftWant::Parsed NftWant::parse(std::string_view text) {
       if (o.elements_seen) return fail("a set command after one of its elements", i);
     }
     if (k == 'e') {
-      auto s = p.index.find("s" + o.set);
-      if (s != p.index.end()) p.objs[s->second].elements_seen = true;
+      auto s = p.index[1].find(o.set);
+      if (s != p.index[1].end()) p.objs[s->second].elements_seen = true;
       o.present = verb == "add";
     } else if (verb == "add" && !o.present) {
       o.present = true, o.created = static_cast<int64_t>(i);
@@ -131,18 +146,16 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone) 
   const std::string prefix = next.family + " " + next.table + " ";
   std::string flushes, element_deletes, set_deletes, chain_deletes;
   std::vector<char> dirty(next.objs.size(), 0);
-  std::unordered_map<std::string, bool> sets_redone;  ///< set name -> its elements are redone
-  auto old_of = [&](const Obj& n) -> const Obj* {
-    auto it = prev_.index.find(std::string(1, n.kind) + n.name);
-    return it == prev_.index.end() ? nullptr : &prev_.objs[it->second];
+  std::unordered_map<std::string_view, bool> sets_redone;  ///< set name -> its elements are redone
+  auto old_of = [&](const Obj& n) { return prev_.find(n.kind, n.name); };
+  auto line = [&](std::string& out, std::string_view head, std::string_view name, std::string_view tail = {}) {
+    out.append(head).append(prefix).append(name).append(tail).push_back('\n');
   };
   auto drop_chain = [&](const Obj& o) {
-    flushes += "flush chain " + prefix + o.name + "\n";
-    chain_deletes += "delete chain " + prefix + o.name + "\n";
+    line(flushes, "flush chain ", o.name);
+    line(chain_deletes, "delete chain ", o.name);
   };
-  auto drop_set = [&](const Obj& o) {
-    set_deletes += std::string("delete ") + (o.is_map ? "map " : "set ") + prefix + o.name + "\n";
-  };
+  auto drop_set = [&](const Obj& o) { line(set_deletes, o.is_map ? "delete map " : "delete set ", o.name); };
   for (size_t i = 0; i < next.objs.size(); ++i) {
     const Obj& n = next.objs[i];
     if (n.kind == 'e') continue;
@@ -153,12 +166,12 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone) 
       if (n.kind == 's') sets_redone[n.name] = true;
       continue;
     }
-    if (n.kind == 'c' && o->head == n.head) flushes += "flush chain " + prefix + n.name + "\n";  // only rules changed
+    if (n.kind == 'c' && o->head == n.head) line(flushes, "flush chain ", n.name);  // only rules changed
     else if (n.kind == 'c') drop_chain(*o);
     else drop_set(*o), sets_redone[n.name] = true;
   }
   for (const Obj& o : prev_.objs) {
-    if (o.kind == 'e' || !o.present || next.index.count(std::string(1, o.kind) + o.name)) continue;
+    if (o.kind == 'e' || !o.present || next.find(o.kind, o.name)) continue;
     if (o.kind == 'c') drop_chain(o);
     else drop_set(o), sets_redone[o.name] = true;
   }
@@ -169,12 +182,11 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone) 
     const Obj* o = old_of(n);
     if (o && !set_redone && o->digest == n.digest && o->lines == n.lines) continue;
     dirty[i] = 1;
-    if (o && o->present && !set_redone)
-      element_deletes += "delete element " + prefix + n.name + " }\n";
+    if (o && o->present && !set_redone) line(element_deletes, "delete element ", n.name, " }");
   }
   for (const Obj& o : prev_.objs)
-    if (o.kind == 'e' && o.present && !sets_redone.count(o.set) && !next.index.count("e" + o.name))
-      element_deletes += "delete element " + prefix + o.name + " }\n";
+    if (o.kind == 'e' && o.present && !sets_redone.count(o.set) && !next.find('e', o.name))
+      line(element_deletes, "delete element ", o.name, " }");
 
   // Both steps in one transaction on the model (each transaction walks the whole jump graph).
   std::string script = flushes + element_deletes + set_deletes + chain_deletes;
@@ -195,13 +207,7 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone) 
   return true;
 }
 
-static int64_t created_at(const std::unordered_map<std::string, uint32_t>& index, const std::vector<NftWant::Obj>& objs,
-                          char k, const std::string& name) {
-  std::string key(1, k);
-  key += name;
-  auto it = index.find(key);
-  return it == index.end() || !objs[it->second].present ? -1 : objs[it->second].created;
-}
+static int64_t created_at(const NftWant::Obj* o) { return !o || !o->present ? -1 : o->created; }
 
 // A cheap check that the kept state holds exactly the text's objects: the same chain and set
 // names, as many elements. Whether they are in creation order is noted (state() sorts).
@@ -217,14 +223,14 @@ bool NftWant::check(const Parsed& next) {
   if (t->chains.size() != chains || t->sets.size() != sets || held_elements != elements) return false;
   int64_t last = -1;
   for (const auto& c : t->chains) {
-    int64_t at = created_at(next.index, next.objs, 'c', c.name);
+    int64_t at = created_at(next.find('c', c.name));
     if (at < 0) return false;
     if (at < last) unordered_ = true;
     last = at;
   }
   last = -1;
   for (const auto& st : t->sets) {
-    int64_t at = created_at(next.index, next.objs, 's', st.name);
+    int64_t at = created_at(next.find('s', st.name));
     if (at < 0) return false;
     if (at < last) unordered_ = true;
     last = at;
@@ -237,7 +243,7 @@ bool NftWant::reorder(const Parsed& next) {
   auto fam = vn::family_from_name(next.family);
   vn::Table* t = fam ? state_.find_table(*fam, next.table) : nullptr;
   if (!t) return false;
-  auto created = [&](char k, const std::string& name) { return created_at(next.index, next.objs, k, name); };
+  auto created = [&](char k, const std::string& name) { return created_at(next.find(k, name)); };
   bool moved = false;
   if (test_skip_reorder) return true;
   auto order = [&](auto& v, char k) {
@@ -268,9 +274,10 @@ const vn::NftState& NftWant::state() {
   return state_;
 }
 
-NftWant::Update NftWant::update(std::string_view full_text) {
+NftWant::Update NftWant::update(std::string owned) {
   Update u;
-  Parsed next = parse(full_text);
+  Parsed next = parse(std::move(owned));
+  std::string_view full_text = *next.text;
   u.objects = next.objs.size();
   bool done = false;
   if (!valid_ || !prev_.ok) {
@@ -285,11 +292,14 @@ NftWant::Update NftWant::update(std::string_view full_text) {
     unordered_ = false;
     u.apply = vn::apply_script(state_, full_text, "full.nft");
     if (!u.apply.ok) {
+      std::string t = std::move(*next.text);
       reset();
+      failed_text_ = std::move(t);
       return u;
     }
   }
   u.ok = valid_ = true;
+  failed_text_.clear();
   next.lines.clear(), next.lines.shrink_to_fit();
   next.line_obj.clear(), next.line_obj.shrink_to_fit();
   prev_ = std::move(next);

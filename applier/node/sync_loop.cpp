@@ -438,7 +438,7 @@ struct SyncLoop::State {
             a.ok = true;
             if (!cleanup.empty()) a = vn::apply_script(got, cleanup, "cleanup.nft");
             auto b = a.ok ? vn::apply_script(got, program, "partial.nft") : a;
-            auto wu = fs.nft_want.update(*ref);
+            auto wu = fs.nft_want.update(std::move(*ref));
             rep.want = wu.incremental ? "objects" : "whole";
             rep.want_redone = wu.incremental ? wu.objects_redone : wu.objects;
             if (!wu.incremental && log)
@@ -455,7 +455,7 @@ struct SyncLoop::State {
             }
             if (!proven && touched) touched->restore(*fs.held_nft), touched.reset();
             in_place = proven && touched.has_value();
-            full_text = std::move(*ref);
+            if (!proven) full_text = fs.nft_want.text();
           }
           if (!proven && fs.held_nft) prior_text = vn::print_ruleset(*fs.held_nft);
         }
@@ -559,7 +559,7 @@ struct SyncLoop::State {
       if (opts.mode == BackendKind::NFTables && opts.verify != VerifyMode::Off && !fs.nft_want.valid())
         if (auto ref = fs.ic->full_nft_program()) {
           auto tw = std::chrono::steady_clock::now();
-          auto u = fs.nft_want.update(*ref);
+          auto u = fs.nft_want.update(std::move(*ref));
           if (log)
             log(json{{"msg", "proof reference prepared"}, {"family", fam(fs.family)}, {"ok", u.ok},
                      {"objects", u.objects}, {"ms", std::round(ms_since(tw))}}.dump());
