@@ -430,6 +430,12 @@ struct SyncLoop::State {
             report = !fs.held_nft ? "no held state: " + read_error : "the full transaction cannot be compiled";
           } else {
             const vn::Family nf = nft_family(fs.family);
+            auto lap = [&, t = tv]() mutable {
+              double d = ms_since(t);
+              t = std::chrono::steady_clock::now();
+              return d;
+            };
+            rep.proof_ms["reference"] = lap();
             touched = NftTouched::save(*fs.held_nft, nf, "kube-proxy", {cleanup, program});
             std::optional<vn::NftState> copy;
             if (!touched) copy = *fs.held_nft;  // a command beyond named chains and sets
@@ -438,7 +444,9 @@ struct SyncLoop::State {
             a.ok = true;
             if (!cleanup.empty()) a = vn::apply_script(got, cleanup, "cleanup.nft");
             auto b = a.ok ? vn::apply_script(got, program, "partial.nft") : a;
+            rep.proof_ms["partial"] = lap();
             auto wu = fs.nft_want.update(std::move(*ref));
+            rep.proof_ms["want"] = lap();
             rep.want = wu.incremental ? "objects" : "whole";
             rep.want_redone = wu.incremental ? wu.objects_redone : wu.objects;
             if (!wu.incremental && log)
@@ -452,6 +460,7 @@ struct SyncLoop::State {
               rep.verdict = nft_verdict_name(cmp.verdict);
               proven = cmp.verdict != NftVerdict::NotEquivalent;
               for (const auto& d : cmp.differences) report += d + "\n";
+              rep.proof_ms["compare"] = lap();
             }
             if (!proven && touched) touched->restore(*fs.held_nft), touched.reset();
             in_place = proven && touched.has_value();
@@ -863,6 +872,7 @@ struct SyncLoop::State {
       if (fr.jumps_inserted) j["jumps_inserted"] = fr.jumps_inserted;
       if (!fr.held.empty()) j["held"] = fr.held;
       if (!fr.want.empty()) j["want"] = fr.want, j["want_objects"] = fr.want_redone;
+      for (const auto& [k, v] : fr.proof_ms) j["proof_ms"][k] = std::round(v * 10) / 10;
       if (!fr.error.empty()) j["error"] = fr.error.substr(0, 2000);
       if (fr.drift_checked) j["drift_ms"] = std::round(fr.drift_ms * 100) / 100;
       if (fr.drift_repaired) j["drift_repaired"] = json::parse(fr.drift);
