@@ -1,6 +1,7 @@
 #include "applier/node/nft_want.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 
 namespace kpc::applier {
@@ -8,6 +9,10 @@ namespace kpc::applier {
 namespace vn = verifier::nft;
 
 namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
 
 uint64_t mix(uint64_t d, std::string_view line) {
   uint64_t h = std::hash<std::string_view>()(line);
@@ -138,7 +143,7 @@ NftWant::Parsed NftWant::parse(std::string owned) {
 
 // The object path: steps 1 and 2 on the kept state, then the creation order. False (the state
 // then unusable) with *why when it cannot be used or fails.
-bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone) {
+bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone, Update* u) {
   if (next.table_digest != prev_.table_digest || next.family != prev_.family || next.table != prev_.table) {
     *why = "the table commands changed";
     return false;
@@ -193,14 +198,19 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone) 
   for (size_t i = 0; i < next.lines.size(); ++i)
     if (next.line_obj[i] != UINT32_MAX && dirty[next.line_obj[i]]) script.append(next.lines[i]).push_back('\n');
   *redone = static_cast<size_t>(std::count(dirty.begin(), dirty.end(), 1));
+  auto t0 = std::chrono::steady_clock::now();
   if (!script.empty()) {
     auto r = vn::apply_script(state_, script, "want.nft");
+    u->apply_ms = ms_since(t0);
     if (!r.ok) {
       *why = "the objects' transaction: " + (r.error ? r.error->to_string() : std::string("failed"));
       return false;
     }
   }
-  if (!check(next)) {
+  t0 = std::chrono::steady_clock::now();
+  const bool held_right = check(next);
+  u->check_ms = ms_since(t0);
+  if (!held_right) {
     *why = "the objects held differ from the text's";
     return false;
   }
@@ -276,7 +286,9 @@ const vn::NftState& NftWant::state() {
 
 NftWant::Update NftWant::update(std::string owned) {
   Update u;
+  auto t0 = std::chrono::steady_clock::now();
   Parsed next = parse(std::move(owned));
+  u.parse_ms = ms_since(t0);
   std::string_view full_text = *next.text;
   u.objects = next.objs.size();
   bool done = false;
@@ -284,7 +296,7 @@ NftWant::Update NftWant::update(std::string owned) {
     u.why_whole = valid_ ? "the last text was not split: " + prev_.why : "first use";
   } else if (!next.ok) {
     u.why_whole = "the text is not split: " + next.why;
-  } else if (incremental(next, &u.why_whole, &u.objects_redone)) {
+  } else if (incremental(next, &u.why_whole, &u.objects_redone, &u)) {
     done = u.incremental = true;
   }
   if (!done) {

@@ -44,6 +44,7 @@ class NftWant {
     size_t objects = 0;         ///< objects in the text
     size_t objects_redone = 0;  ///< objects whose block changed (incremental path)
     verifier::nft::ApplyResult apply;  ///< the whole apply's result when it failed
+    double parse_ms = 0, apply_ms = 0, check_ms = 0;  ///< the split of the text; the model; the check
   };
 
   /// Makes state() the whole apply of `full_text` (a full transaction of kube-proxy's table).
@@ -89,7 +90,7 @@ class NftWant {
     std::vector<std::string_view> lines;
   };
   static Parsed parse(std::string text);
-  bool incremental(const Parsed& next, std::string* why, size_t* redone);
+  bool incremental(const Parsed& next, std::string* why, size_t* redone, Update* u);
   bool check(const Parsed& next);
   bool reorder(const Parsed& next);
 

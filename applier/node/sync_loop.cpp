@@ -447,6 +447,8 @@ struct SyncLoop::State {
             rep.proof_ms["partial"] = lap();
             auto wu = fs.nft_want.update(std::move(*ref));
             rep.proof_ms["want"] = lap();
+            rep.proof_ms["want_split"] = wu.parse_ms, rep.proof_ms["want_model"] = wu.apply_ms;
+            rep.proof_ms["want_check"] = wu.check_ms;
             rep.want = wu.incremental ? "objects" : "whole";
             rep.want_redone = wu.incremental ? wu.objects_redone : wu.objects;
             if (!wu.incremental && log)
