@@ -565,7 +565,7 @@ struct SyncLoop::State {
       fs.needs_full_reason.clear();
       fs.drift_due = false, fs.drift_objects.reset(), fs.drift_stale = 0;  // a full sync is a check
       // The proofs' reference state is made once here, off the path of the first change
-      // (the whole transaction on the model: ~20 s at 10,000 Services); the proofs after it
+      // (the whole transaction on the model: 2.8 s for the 10,000-Service soak's 55 MB); the proofs after it
       // redo only the objects whose commands changed.
       if (opts.mode == BackendKind::NFTables && opts.verify != VerifyMode::Off && !fs.nft_want.valid())
         if (auto ref = fs.ic->full_nft_program()) {
