@@ -7,6 +7,8 @@
 // docs/performance.md "Issue 15 §5 — session 9".
 #include <benchmark/benchmark.h>
 
+#include <map>
+
 #include "applier/node/clock.h"
 #include "applier/node/dataplane.h"
 #include "applier/node/sync_loop.h"
@@ -39,8 +41,9 @@ void one_change_sync(benchmark::State& state, BackendKind mode) {
   loop.replace_all(snap);
   auto first = loop.sync_now();
   if (!first.ok) return state.SkipWithError("the first sync failed");
-  double compile = 0, verify = 0, apply = 0;
-  std::string verdicts;
+  double compile = 0, verify = 0, apply = 0, redone = 0;
+  std::string verdicts, want;
+  std::map<std::string, double> proof;
   int n = 0;
   for (auto _ : state) {
     state.PauseTiming();
@@ -58,12 +61,19 @@ void one_change_sync(benchmark::State& state, BackendKind mode) {
     if (f.verdict != "identical" && f.verdict != "equivalent") return state.SkipWithError(("proof: " + f.verdict).c_str());
     compile += f.compile_ms, verify += f.verify_ms, apply += f.apply_ms;
     verdicts = f.verdict;
+    redone += static_cast<double>(f.want_redone);
+    for (const auto& [k, v] : f.proof_ms) proof[k] += v;
+    if (!f.want.empty() && want.find(f.want) == std::string::npos) want += (want.empty() ? "" : "+") + f.want;
   }
   state.counters["compile_ms"] = compile / n;
   state.counters["verify_ms"] = verify / n;
   state.counters["apply_model_ms"] = apply / n;
   state.counters["held_from_dump"] = static_cast<double>(loop.counters().held_from_dump);
-  state.SetLabel("verdict " + verdicts + (first.families[0].held.empty() ? "" : ", held from the " + first.families[0].held));
+  // nftables: objects of the proof's reference state redone per change (nft_want.h)
+  if (!want.empty()) state.counters["want_objects"] = redone / n;
+  for (const auto& [k, v] : proof) state.counters["proof_" + k + "_ms"] = v / n;
+  state.SetLabel("verdict " + verdicts + (first.families[0].held.empty() ? "" : ", held from the " + first.families[0].held) +
+                 (want.empty() ? "" : ", reference by " + want));
 }
 
 void BM_ApplierOneChangeIptables(benchmark::State& state) { one_change_sync(state, BackendKind::IPTables); }

@@ -16,6 +16,8 @@
 #include "applier/core/nft_repair.h"
 #include "applier/core/repair.h"
 #include "applier/node/nft_equiv.h"
+#include "applier/node/nft_held.h"
+#include "applier/node/nft_want.h"
 #include "applier/node/state_dir.h"
 #include "compiler/driver/compile.h"
 #include "compiler/driver/compile_nftables.h"
@@ -93,6 +95,9 @@ struct FamilyState {
   // The kernel as the applier holds it (read at every full sync, then advanced by the model).
   std::optional<verifier::RulesetState> held;
   std::optional<vn::NftState> held_nft;
+  /// nftables: the proof's reference state, the full transaction's, kept from proof to proof
+  /// and redone object by object (nft_want.h).
+  NftWant nft_want;
   /// iptables: the held state's kube-proxy part is the full program's (a full sync, a drift
   /// repair, and since then only partials proven "identical"): the drift check may then
   /// compare the kernel with it chain by chain (drift_digest_clean) before anything heavier.
@@ -378,6 +383,10 @@ struct SyncLoop::State {
     rep.services_changed = changed.size();
 
     // ---- the proof (partial syncs only)
+    // nftables: the partial already applied to the held state by the proof (in_place), and
+    // what it changed there, to put back should the kernel refuse it.
+    std::optional<NftTouched> touched;
+    bool in_place = false;
     if (partial) {
       ++fs.partials;
       if (verify_now(fs)) {
@@ -409,30 +418,55 @@ struct SyncLoop::State {
           }
           if (!proven && fs.held) prior_text = verifier::print_save(*fs.held, dp.flavor());
         } else {
-          NftOptions no;
-          no.keep_state = false;
-          const Snapshot& snap = store.snapshot();
-          auto ref = compile_nftables(snap, fs.family, no, vd);
+          // The reference: kube-proxy's full transaction on a fresh node for the objects now,
+          // assembled from the incremental compiler's kept fragments (byte for byte
+          // compile_nftables, IncrementalNftProps), and its state on the model kept from the
+          // last proof and redone only where the text changed (NftWant: the result is the
+          // whole apply's). The partial runs on the held state in place, with a copy of only
+          // the chains and sets it names (NftTouched), put back if the proof fails.
+          auto ref = fs.ic->full_nft_program();
           if (!fs.held_nft || !ref) {
             rep.verdict = "cannot-prove";
             report = !fs.held_nft ? "no held state: " + read_error : "the full transaction cannot be compiled";
           } else {
-            vn::NftState got = *fs.held_nft, want;
+            const vn::Family nf = nft_family(fs.family);
+            auto lap = [&, t = tv]() mutable {
+              double d = ms_since(t);
+              t = std::chrono::steady_clock::now();
+              return d;
+            };
+            rep.proof_ms["reference"] = lap();
+            touched = NftTouched::save(*fs.held_nft, nf, "kube-proxy", {cleanup, program});
+            std::optional<vn::NftState> copy;
+            if (!touched) copy = *fs.held_nft;  // a command beyond named chains and sets
+            vn::NftState& got = touched ? *fs.held_nft : *copy;
             vn::ApplyResult a;
             a.ok = true;
             if (!cleanup.empty()) a = vn::apply_script(got, cleanup, "cleanup.nft");
             auto b = a.ok ? vn::apply_script(got, program, "partial.nft") : a;
-            auto c = vn::apply_script(want, ref->text, "full.nft");
-            if (!b.ok || !c.ok) {
+            rep.proof_ms["partial"] = lap();
+            auto wu = fs.nft_want.update(std::move(*ref));
+            rep.proof_ms["want"] = lap();
+            rep.proof_ms["want_split"] = wu.parse_ms, rep.proof_ms["want_model"] = wu.apply_ms;
+            rep.proof_ms["want_check"] = wu.check_ms;
+            rep.want = wu.incremental ? "objects" : "whole";
+            rep.want_redone = wu.incremental ? wu.objects_redone : wu.objects;
+            if (!wu.incremental && log)
+              log(json{{"msg", "proof reference applied whole"}, {"family", fam(fs.family)}, {"why", wu.why_whole}}.dump());
+            const vn::ApplyResult& c = wu.apply;
+            if (!b.ok || !wu.ok) {
               rep.verdict = (b.not_modelled() || c.not_modelled()) ? "cannot-prove" : "fails-to-apply";
               report = (!b.ok ? "partial: " + (b.error ? b.error->to_string() : "") : "full: " + (c.error ? c.error->to_string() : ""));
             } else {
-              auto cmp = compare_nft_tables(got, want, nft_family(fs.family), "kube-proxy");
+              auto cmp = compare_nft_tables(got, fs.nft_want.state_any_order(), nf, "kube-proxy");
               rep.verdict = nft_verdict_name(cmp.verdict);
               proven = cmp.verdict != NftVerdict::NotEquivalent;
               for (const auto& d : cmp.differences) report += d + "\n";
+              rep.proof_ms["compare"] = lap();
             }
-            full_text = ref->text;
+            if (!proven && touched) touched->restore(*fs.held_nft), touched.reset();
+            in_place = proven && touched.has_value();
+            if (!proven) full_text = fs.nft_want.text();
           }
           if (!proven && fs.held_nft) prior_text = vn::print_ruleset(*fs.held_nft);
         }
@@ -473,7 +507,13 @@ struct SyncLoop::State {
       // failure is logged, not fatal (the chains are retried later).
       auto r = dp.apply(opts.mode, fs.family, cleanup);
       if (!r.ok && log) log(json{{"msg", "stale-chain cleanup failed"}, {"family", fam(fs.family)}, {"error", r.error}}.dump());
-      else if (r.ok && fs.held_nft) vn::apply_script(*fs.held_nft, cleanup, "cleanup.nft");
+      if (!r.ok && in_place) {
+        // The held state took the cleanup the kernel did not: back to before, then as below.
+        touched->restore(*fs.held_nft);
+        in_place = false;
+      } else if (r.ok && fs.held_nft && !in_place) {
+        vn::apply_script(*fs.held_nft, cleanup, "cleanup.nft");
+      }
     }
     ++fs.generation;  // a check planned before this write no longer describes the kernel
     auto ar = dp.apply(opts.mode, fs.family, program);
@@ -506,6 +546,7 @@ struct SyncLoop::State {
       }
     }
     rep.apply_ms = ms_since(ta);
+    if (!ar.ok && in_place) touched->restore(*fs.held_nft);  // the kernel rolled the partial back
     if (!ar.ok) {
       fs.ic->restore_failed();
       fs.needs_full = true;
@@ -523,6 +564,17 @@ struct SyncLoop::State {
       fs.needs_full = false;
       fs.needs_full_reason.clear();
       fs.drift_due = false, fs.drift_objects.reset(), fs.drift_stale = 0;  // a full sync is a check
+      // The proofs' reference state is made once here, off the path of the first change
+      // (the whole transaction on the model: 2.8 s for the 10,000-Service soak's 55 MB); the proofs after it
+      // redo only the objects whose commands changed.
+      if (opts.mode == BackendKind::NFTables && opts.verify != VerifyMode::Off && !fs.nft_want.valid())
+        if (auto ref = fs.ic->full_nft_program()) {
+          auto tw = std::chrono::steady_clock::now();
+          auto u = fs.nft_want.update(std::move(*ref));
+          if (log)
+            log(json{{"msg", "proof reference prepared"}, {"family", fam(fs.family)}, {"ok", u.ok},
+                     {"objects", u.objects}, {"ms", std::round(ms_since(tw))}}.dump());
+        }
     } else if (opts.mode == BackendKind::IPTables && fs.held) {
       verifier::ApplyOptions ao;
       ao.noflush = true;
@@ -530,7 +582,7 @@ struct SyncLoop::State {
       ao.discard_on_failure = true;  // on a failure the held state is dropped anyway
       if (!verifier::apply_text(*fs.held, program, ao).ok()) fs.held.reset(), fs.needs_full = true;
       if (rep.verdict != "identical" || !fs.held) fs.held_proven = false;
-    } else if (opts.mode == BackendKind::NFTables && fs.held_nft) {
+    } else if (opts.mode == BackendKind::NFTables && fs.held_nft && !in_place) {
       if (!vn::apply_script(*fs.held_nft, program, "partial.nft").ok) fs.held_nft.reset(), fs.needs_full = true;
     }
     fs.synced = true;
@@ -821,6 +873,8 @@ struct SyncLoop::State {
       if (fr.fallback) j["fallback"] = "full";
       if (fr.jumps_inserted) j["jumps_inserted"] = fr.jumps_inserted;
       if (!fr.held.empty()) j["held"] = fr.held;
+      if (!fr.want.empty()) j["want"] = fr.want, j["want_objects"] = fr.want_redone;
+      for (const auto& [k, v] : fr.proof_ms) j["proof_ms"][k] = std::round(v * 10) / 10;
       if (!fr.error.empty()) j["error"] = fr.error.substr(0, 2000);
       if (fr.drift_checked) j["drift_ms"] = std::round(fr.drift_ms * 100) / 100;
       if (fr.drift_repaired) j["drift_repaired"] = json::parse(fr.drift);

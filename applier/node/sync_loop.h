@@ -88,6 +88,15 @@ struct FamilyReport {
   /// on the state read before, the kernel's dump found equal to it) or "dump" (they differed,
   /// or there was no state before: the dump is held).
   std::string held;
+  /// nftables proofs: how the reference state was brought up to date -- "objects" (the kept
+  /// state, redone for want_redone objects whose commands changed) or "whole" (the full
+  /// transaction applied to an empty state; want_redone = its objects). nft_want.h.
+  std::string want;
+  size_t want_redone = 0;
+  /// nftables proofs: where the proof's time went (ms): "reference" (the full text from the
+  /// kept fragments), "partial" (the cleanup and the partial on the held state), "want" (the
+  /// reference state brought up to date), "compare".
+  std::map<std::string, double> proof_ms;
   /// iptables: rules written by this sync, and rules in kube-proxy's chains after it, by
   /// table ("nat", "filter") — kube-proxy's sync_proxy_rules_iptables_last/_total.
   std::map<std::string, size_t> rules_written, rules_total;

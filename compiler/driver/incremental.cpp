@@ -31,6 +31,9 @@ struct IncrementalCompiler::State {
     std::vector<proxy::ServicePortInfo> ports;  ///< by port name, protocol
     std::vector<iptables::PortFragments> fragments;  ///< one per port
     bool changed = false;                       ///< among this sync's changed services
+    /// nftables: this Service's operations in a fresh full transaction, printed (full_nft_program)
+    std::string nft_fragment;
+    bool nft_fragment_ok = false;  ///< nft_fragment is of the current ports and node
   };
 
   explicit State(Target t)
@@ -298,7 +301,12 @@ std::optional<CompileResult> IncrementalCompiler::State::sync(const IncrementalS
 std::optional<NftCompileResult> IncrementalCompiler::State::sync_nft(const IncrementalSyncOptions& opts,
                                                                      DiagSink& diags) {
   Prepared p;
+  const bool host_changed = host_dirty;
   if (!prepare(p, diags)) return std::nullopt;
+  // Kept fragments of the full transaction follow the ports they were lowered from.
+  if (host_changed)
+    for (auto& [k, e] : services) e.nft_fragment_ok = false;
+  for (ServiceEntry* e : p.recomputed) e->nft_fragment_ok = false;
   const bool full = !synced || opts.force_full || restore_failed || !p.restart.empty();
   nftables::SyncOptions so;
   so.full = full;
@@ -448,6 +456,40 @@ std::optional<std::string> IncrementalCompiler::full_program(const std::vector<s
   assembly.stale_chains.erase(std::unique(assembly.stale_chains.begin(), assembly.stale_chains.end()),
                               assembly.stale_chains.end());
   return iptables::assemble_iptables(refs, *s.node, assembly).text;
+}
+
+std::optional<std::string> IncrementalCompiler::full_nft_program() {
+  State& s = *s_;
+  if (!s.synced || !s.node || s.target.kind != BackendKind::NFTables) return std::nullopt;
+  // compile_nftables' options: a full sync on a fresh node, nothing kept.
+  nftables::SyncOptions so;
+  so.full = true;
+  so.service_cidrs = service_cidrs_of(s.host, s.target.family);
+  so.track_kernel = false;
+  if (s.nft.shared_keys != 0 || !s.nft.synced_once) {
+    // A key two Services ensure: the second one's element operations depend on the first's.
+    std::vector<proxy::ServicePortInfo> ports;
+    for (const auto& [k, e] : s.services) ports.insert(ports.end(), e.ports.begin(), e.ports.end());
+    nftables::SyncState fresh;
+    return nftables::print_transaction(nftables::sync_nftables(ports, *s.node, so, fresh).tx);
+  }
+  nftables::SyncState fresh;
+  std::string text = nftables::print_transaction(nftables::sync_nftables({}, *s.node, so, fresh).tx);
+  size_t size = text.size();
+  nftables::SyncOptions fo = so;
+  fo.ports_only = true;
+  for (auto& [k, e] : s.services) {
+    if (!e.nft_fragment_ok) {
+      nftables::SyncState empty;
+      e.nft_fragment = e.ports.empty() ? std::string()
+                                       : nftables::print_transaction(nftables::sync_nftables(e.ports, *s.node, fo, empty).tx);
+      e.nft_fragment_ok = true;
+    }
+    size += e.nft_fragment.size();
+  }
+  text.reserve(size);
+  for (const auto& [k, e] : s.services) text += e.nft_fragment;
+  return text;
 }
 
 void IncrementalCompiler::restore_failed() {

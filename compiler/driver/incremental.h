@@ -108,6 +108,16 @@ class IncrementalCompiler {
   /// for an nftables compiler. Contract: tests/property/incremental_props_test.cpp.
   std::optional<std::string> full_program(const std::vector<std::string_view>& existing_nat_chains) const;
 
+  /// nftables: the full transaction of the state as of the last successful sync as kube-proxy's
+  /// first sync on a fresh node writes it -- byte for byte compile_nftables(that state, family,
+  /// {keep_state = false}).text -- put together from each Service's kept fragment (its ports'
+  /// operations of that transaction, printed; re-lowered only for the Services a sync touched,
+  /// all of them after a host change) after setupNFTables' operations. When two Services ensure
+  /// the same element key (their operations then depend on each other) it lowers every port
+  /// instead. kpc-applier's nftables proof takes its reference from here. nullopt before the
+  /// first sync or for an iptables compiler. Contract: tests/property/incremental_nft_props_test.cpp.
+  std::optional<std::string> full_nft_program();
+
  private:
   struct State;
   std::unique_ptr<State> s_;

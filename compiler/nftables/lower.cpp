@@ -145,7 +145,7 @@ class Syncer {
     int64_t start = opts_.now_ms;
     state_.undo = {};
     cleanup_stale_chains(start);
-    if (opts_.full) setup(listing);
+    if (opts_.full && !opts_.ports_only) setup(listing);
 
     // kube-proxy lists the kernel's chains and sets after the cleanup transaction ran.
     if (listing && listing->chains) state_.kernel_chains = *listing->chains;

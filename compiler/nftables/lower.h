@@ -47,6 +47,10 @@ struct SyncOptions {
   /// footprints. Gives the same transaction as visiting every port (the incremental compiler's
   /// fast path); valid only when subset_sync_possible() says so.
   const std::set<std::string>* only = nullptr;
+  /// Only the operations of `ports` themselves, as a first full sync on a fresh node writes
+  /// them: no setupNFTables, and (with a fresh state) nothing stale. One Service's fragment of
+  /// that full transaction, for the incremental compiler's full_nft_program.
+  bool ports_only = false;
 };
 
 struct SyncResult {

@@ -35,13 +35,14 @@ namespace {
 using testgen::GeneratedCluster;
 
 struct NftCounter {
-  int syncs = 0, partial = 0, subset = 0, failures = 0, cleanups = 0;
+  int syncs = 0, partial = 0, subset = 0, failures = 0, cleanups = 0, full_programs = 0;
   ~NftCounter() {
     if (syncs)
       std::fprintf(stderr,
                    "IncrementalNftProps: %d syncs compared with kube-proxy's every-port sync (%d partial, %d after a "
-                   "failed transaction, %d with a stale-chain cleanup; %d partial syncs visited only the touched Services)\n",
-                   syncs, partial, failures, cleanups, subset);
+                   "failed transaction, %d with a stale-chain cleanup; %d partial syncs visited only the touched Services; "
+                   "%d full_nft_program texts equal to compile_nftables)\n",
+                   syncs, partial, failures, cleanups, subset, full_programs);
   }
 };
 NftCounter counter;
@@ -91,6 +92,20 @@ void check_same(const NftCompileResult& inc, const nftables::SyncResult& ref, bo
     RC_FAIL(what + ": metrics differ");
 }
 
+// IncrementalCompiler::full_nft_program (the kept fragments assembled) against a full compile
+// of the same objects on a fresh node: the reference kpc-applier's nftables proof uses.
+void check_full_program(IncrementalCompiler& ic, const Snapshot& snap, IPFamily family, const std::string& what) {
+  auto assembled = ic.full_nft_program();
+  DiagSink d;
+  NftOptions no;
+  no.keep_state = false;
+  auto full = compile_nftables(snap, family, no, d);
+  RC_ASSERT(assembled.has_value() == full.has_value());
+  if (assembled && *assembled != full->text)
+    RC_FAIL(what + ": full_nft_program " + first_difference(*assembled, full->text, "assembled", "compile_nftables"));
+  ++counter.full_programs;
+}
+
 }  // namespace
 
 RC_GTEST_PROP(IncrementalNftProps, SameTransactionsAsVisitingEveryPort, ()) {
@@ -122,6 +137,7 @@ RC_GTEST_PROP(IncrementalNftProps, SameTransactionsAsVisitingEveryPort, ()) {
     RC_ASSERT(first.has_value());
     RC_ASSERT(inc->text == first->text);
     check_same(*inc, *ref, false, std::string("first sync, ") + family_name(f->family));
+    check_full_program(f->ic, *prior, f->family, "first sync");
     ++counter.syncs;
   }
 
@@ -156,6 +172,7 @@ RC_GTEST_PROP(IncrementalNftProps, SameTransactionsAsVisitingEveryPort, ()) {
       RC_ASSERT(inc.has_value() == ref.has_value());
       if (!inc) continue;
       check_same(*inc, *ref, inc->partial, "step " + std::to_string(step) + ", " + family_name(f->family));
+      check_full_program(f->ic, *next, f->family, "step " + std::to_string(step));
       (void)ref_full;
       ++counter.syncs;
       counter.partial += inc->partial;

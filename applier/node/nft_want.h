@@ -1,0 +1,104 @@
+// The nftables proof's reference state ("want"): the nft model's state of kube-proxy's full
+// transaction applied to an empty node, kept from one proof to the next and brought up to date
+// object by object instead of applying the whole transaction (75 MB, ~600,000 commands at
+// 10,000 Services) every time.
+//
+// A full transaction is split into per-object blocks: the commands naming one chain (its
+// add/flush/delete and its rules), one set or map (add/flush/delete), one element (a set's or
+// map's key: its add/delete). What one object ends up as in a whole apply depends only on its
+// own block (given that the transaction applies), so on the next full text only the objects
+// whose block changed are redone on the kept state, in two nft transactions on the model:
+//   1. flush the chains whose rules changed, delete the elements, sets and chains that changed
+//      shape or are gone;
+//   2. the new blocks of every changed or new object, in the transaction's order
+// (one transaction on the model: each one walks the whole jump graph); then a cheap check
+// that the state holds exactly the text's chains, sets and element count. Chains and sets
+// created on the way are put back in the order a whole apply creates them (`nft list` prints
+// them in that order) when state() is asked for; the proof compares by name and skips that. Anything else -- a command other than add/flush/delete of
+// kube-proxy's table, chains, rules, sets, maps and elements, a changed table command, a set
+// command after one of its elements, any apply error -- and the whole text is applied to an
+// empty state instead: the result is always the whole apply's (tests/property/
+// applier_nft_want_props_test.cpp compares the listings).
+//
+// Blocks are compared by a 64-bit digest of their lines (and their line count). Object names
+// are views into the kept text (at 10,000 Services ~250,000 objects: no copies to make and free).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "verifier/nft/nft.h"
+
+namespace kpc::applier {
+
+class NftWant {
+ public:
+  struct Update {
+    bool ok = false;            ///< the state is the whole apply of the text
+    bool incremental = false;   ///< by the object path (false: the whole text applied)
+    std::string why_whole;      ///< why the object path was not taken (empty: it was, or first use)
+    size_t objects = 0;         ///< objects in the text
+    size_t objects_redone = 0;  ///< objects whose block changed (incremental path)
+    verifier::nft::ApplyResult apply;  ///< the whole apply's result when it failed
+    double parse_ms = 0, apply_ms = 0, check_ms = 0;  ///< the split of the text; the model; the check
+  };
+
+  /// Makes state() the whole apply of `full_text` (a full transaction of kube-proxy's table).
+  Update update(std::string full_text);
+  /// The text of the last update (also when it did not apply).
+  const std::string& text() const;
+  /// The whole apply's state, chains and sets in its creation order (`nft list` order).
+  const verifier::nft::NftState& state();
+  /// The same objects, possibly not in creation order (the sort is skipped until state() is
+  /// asked for): what the proof's comparison, which goes by name, reads.
+  const verifier::nft::NftState& state_any_order() const { return state_; }
+  bool valid() const { return valid_; }
+  void reset();
+
+  /// For tests: skip the last step, the creation order (a deliberately broken object path).
+  bool test_skip_reorder = false;
+
+ public:
+  struct Obj {
+    char kind = 0;               ///< 'c' chain, 's' set or map, 'e' element
+    std::string_view name;       ///< chain or set name; element: "SET { KEY" (in Parsed::text)
+    std::string_view set;        ///< element: its set
+    uint64_t digest = 0, head = 0;  ///< all lines; chain/set commands only (not rules)
+    uint32_t lines = 0;
+    int64_t created = -1;        ///< line of the command creating the final incarnation
+    bool present = false;        ///< exists after the whole text
+    bool is_map = false;
+    bool elements_seen = false;  ///< set: one of its elements came already
+  };
+
+ private:
+  struct Parsed {
+    bool ok = false;
+    std::string why;
+    uint64_t table_digest = 0;
+    std::unique_ptr<std::string> text;  ///< owns what the views point to (never moves)
+    std::string family, table;
+    std::vector<Obj> objs;
+    /// name -> objs, per kind (chains, sets, elements): views into text, no copies
+    std::unordered_map<std::string_view, uint32_t> index[3];
+    const Obj* find(char kind, std::string_view name) const;
+    std::vector<uint32_t> line_obj;                   ///< per line: its object (UINT32_MAX: the table)
+    std::vector<std::string_view> lines;
+  };
+  static Parsed parse(std::string text);
+  bool incremental(const Parsed& next, std::string* why, size_t* redone, Update* u);
+  bool check(const Parsed& next);
+  bool reorder(const Parsed& next);
+
+  verifier::nft::NftState state_;
+  bool valid_ = false;
+  bool unordered_ = false;
+  std::string failed_text_;  ///< the last text, when it did not apply  ///< the object path created chains or sets out of creation order
+  Parsed prev_;
+};
+
+}  // namespace kpc::applier
