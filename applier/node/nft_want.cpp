@@ -54,7 +54,8 @@ const std::string& NftWant::text() const {
   return prev_.text ? *prev_.text : kEmpty;
 }
 
-NftWant::Parsed NftWant::parse(std::string owned) {
+NftWant::Parsed NftWant::parse(std::string owned, bool constant_digests) {
+  auto mix = [constant_digests](uint64_t d, std::string_view l) { return constant_digests ? 0 : kpc::applier::mix(d, l); };
   Parsed p;
   p.text = std::make_unique<std::string>(std::move(owned));
   std::string_view text = *p.text;
@@ -71,6 +72,7 @@ NftWant::Parsed NftWant::parse(std::string owned) {
     pos = nl + 1;
   }
   p.line_obj.resize(p.lines.size());
+  p.next_line.assign(p.lines.size(), UINT32_MAX);
   p.objs.reserve(p.lines.size() / 3);
   p.index[0].reserve(p.lines.size() / 8);
   bool table_seen = false;
@@ -84,6 +86,7 @@ NftWant::Parsed NftWant::parse(std::string owned) {
     if (kind == "table") {
       if (verb != "add") return fail(std::string(verb) + " table", i);
       p.table_digest = mix(p.table_digest, l);
+      p.table_lines.push_back(l);
       p.line_obj[i] = UINT32_MAX;
       continue;
     }
@@ -121,6 +124,9 @@ NftWant::Parsed NftWant::parse(std::string owned) {
     p.line_obj[i] = it->second;
     o.digest = mix(o.digest, l);
     ++o.lines;
+    if (o.first_line == UINT32_MAX) o.first_line = static_cast<uint32_t>(i);
+    else p.next_line[o.last_line] = static_cast<uint32_t>(i);
+    o.last_line = static_cast<uint32_t>(i);
     if (kind == "rule") continue;
     o.head = mix(o.head, l);
     if (k == 's') {
@@ -141,10 +147,26 @@ NftWant::Parsed NftWant::parse(std::string owned) {
   return p;
 }
 
+bool NftWant::same_block(const Parsed& a, const Obj& x, const Parsed& b, const Obj& y, bool rules_too) {
+  if (rules_too ? (x.digest != y.digest || x.lines != y.lines) : x.head != y.head) return false;
+  auto is_rule = [](std::string_view l) { return l.compare(0, 9, "add rule ") == 0; };
+  uint32_t i = x.first_line, j = y.first_line;
+  for (;;) {
+    if (!rules_too) {
+      while (i != UINT32_MAX && is_rule(a.lines[i])) i = a.next_line[i];
+      while (j != UINT32_MAX && is_rule(b.lines[j])) j = b.next_line[j];
+    }
+    if (i == UINT32_MAX || j == UINT32_MAX) return i == j;
+    if (a.lines[i] != b.lines[j]) return false;
+    i = a.next_line[i], j = b.next_line[j];
+  }
+}
+
 // The object path: steps 1 and 2 on the kept state, then the creation order. False (the state
 // then unusable) with *why when it cannot be used or fails.
 bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone, Update* u) {
-  if (next.table_digest != prev_.table_digest || next.family != prev_.family || next.table != prev_.table) {
+  if (next.table_digest != prev_.table_digest || next.table_lines != prev_.table_lines ||
+      next.family != prev_.family || next.table != prev_.table) {
     *why = "the table commands changed";
     return false;
   }
@@ -165,13 +187,13 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone, 
     const Obj& n = next.objs[i];
     if (n.kind == 'e') continue;
     const Obj* o = old_of(n);
-    if (o && o->digest == n.digest && o->lines == n.lines) continue;
+    if (o && same_block(prev_, *o, next, n, true)) continue;
     dirty[i] = 1;
     if (!o || !o->present) {
       if (n.kind == 's') sets_redone[n.name] = true;
       continue;
     }
-    if (n.kind == 'c' && o->head == n.head) line(flushes, "flush chain ", n.name);  // only rules changed
+    if (n.kind == 'c' && same_block(prev_, *o, next, n, false)) line(flushes, "flush chain ", n.name);  // only rules changed
     else if (n.kind == 'c') drop_chain(*o);
     else drop_set(*o), sets_redone[n.name] = true;
   }
@@ -185,7 +207,7 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone, 
     if (n.kind != 'e') continue;
     const bool set_redone = sets_redone.count(n.set) > 0;
     const Obj* o = old_of(n);
-    if (o && !set_redone && o->digest == n.digest && o->lines == n.lines) continue;
+    if (o && !set_redone && same_block(prev_, *o, next, n, true)) continue;
     dirty[i] = 1;
     if (o && o->present && !set_redone) line(element_deletes, "delete element ", n.name, " }");
   }
@@ -287,7 +309,7 @@ const vn::NftState& NftWant::state() {
 NftWant::Update NftWant::update(std::string owned) {
   Update u;
   auto t0 = std::chrono::steady_clock::now();
-  Parsed next = parse(std::move(owned));
+  Parsed next = parse(std::move(owned), test_constant_digests);
   u.parse_ms = ms_since(t0);
   std::string_view full_text = *next.text;
   u.objects = next.objs.size();
@@ -312,7 +334,7 @@ NftWant::Update NftWant::update(std::string owned) {
   }
   u.ok = valid_ = true;
   failed_text_.clear();
-  next.lines.clear(), next.lines.shrink_to_fit();
+  // lines and next_line stay: the next update compares its blocks with these line by line.
   next.line_obj.clear(), next.line_obj.shrink_to_fit();
   prev_ = std::move(next);
   return u;
