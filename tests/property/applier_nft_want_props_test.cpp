@@ -68,6 +68,29 @@ void check_update(applier::NftWant& want, const std::string& text, IPFamily f, c
   RC_ASSERT(cmp.verdict == applier::NftVerdict::Identical);
 }
 
+// The example's IPv4 full transaction before and after its first endpoint moves to a new
+// address (a new endpoint chain), and the second applied whole: the fixed case of the tests below.
+struct EndpointChange {
+  std::string first, second, error;
+  vn::NftState whole;
+  bool make() {
+    auto fail = [this](const char* why) {
+      error = why;
+      return false;
+    };
+    Snapshot snap;
+    if (!applier::load_snapshot_paths({source_path("fixtures/example")}, "", &snap, &error)) return false;
+    auto a = full_text(snap, IPFamily::V4);
+    if (!a || snap.slices.empty() || snap.slices[0].endpoints.empty()) return fail("no example program");
+    snap.slices[0].endpoints[0].addresses = {*IPAddr::parse("10.244.9.99")};
+    auto b = full_text(snap, IPFamily::V4);
+    if (!b) return fail("the changed example does not compile");
+    first = std::move(*a), second = std::move(*b);
+    if (!vn::apply_script(whole, second, "full.nft").ok) return fail("the changed example does not apply");
+    return true;
+  }
+};
+
 }  // namespace
 
 RC_GTEST_PROP(NftWantProps, KeptReferenceStateListsAsTheWholeApply, ()) {
@@ -104,28 +127,17 @@ RC_GTEST_PROP(NftWantProps, KeptReferenceStateListsAsTheWholeApply, ()) {
 // the order a whole apply creates them) skipped, a new endpoint chain is listed last instead of
 // among its Service's, and the listings differ although every object is right.
 TEST(NftWantProps, ABrokenObjectPathIsCaught) {
-  Snapshot snap;
-  std::string diags;
-  ASSERT_TRUE(applier::load_snapshot_paths({source_path("fixtures/example")}, "", &snap, &diags)) << diags;
-  auto first = full_text(snap, IPFamily::V4);
-  ASSERT_TRUE(first.has_value());
-  Snapshot next = snap;
-  ASSERT_FALSE(next.slices.empty());
-  ASSERT_FALSE(next.slices[0].endpoints.empty());
-  next.slices[0].endpoints[0].addresses = {*IPAddr::parse("10.244.9.99")};  // a new endpoint chain
-  auto second = full_text(next, IPFamily::V4);
-  ASSERT_TRUE(second.has_value());
-  vn::NftState whole;
-  ASSERT_TRUE(vn::apply_script(whole, *second, "full.nft").ok);
+  EndpointChange c;
+  ASSERT_TRUE(c.make()) << c.error;
   for (bool broken : {false, true}) {
     applier::NftWant want;
     want.test_skip_reorder = broken;
-    ASSERT_TRUE(want.update(*first).ok);
-    auto u = want.update(*second);
+    ASSERT_TRUE(want.update(c.first).ok);
+    auto u = want.update(c.second);
     ASSERT_TRUE(u.ok);
     EXPECT_TRUE(u.incremental) << u.why_whole;
-    if (!broken) EXPECT_EQ(vn::print_ruleset(want.state()), vn::print_ruleset(whole));
-    else EXPECT_NE(vn::print_ruleset(want.state()), vn::print_ruleset(whole));
+    if (!broken) EXPECT_EQ(vn::print_ruleset(want.state()), vn::print_ruleset(c.whole));
+    else EXPECT_NE(vn::print_ruleset(want.state()), vn::print_ruleset(c.whole));
   }
 }
 
@@ -133,27 +145,16 @@ TEST(NftWantProps, ABrokenObjectPathIsCaught) {
 // found by the line-by-line comparison and redone (a digest-only comparison would redo nothing
 // and keep the old endpoint).
 TEST(NftWantProps, EqualDigestsStillCompareTheLines) {
-  Snapshot snap;
-  std::string diags;
-  ASSERT_TRUE(applier::load_snapshot_paths({source_path("fixtures/example")}, "", &snap, &diags)) << diags;
-  auto first = full_text(snap, IPFamily::V4);
-  ASSERT_TRUE(first.has_value());
-  Snapshot next = snap;
-  ASSERT_FALSE(next.slices.empty());
-  ASSERT_FALSE(next.slices[0].endpoints.empty());
-  next.slices[0].endpoints[0].addresses = {*IPAddr::parse("10.244.9.99")};
-  auto second = full_text(next, IPFamily::V4);
-  ASSERT_TRUE(second.has_value());
-  vn::NftState whole;
-  ASSERT_TRUE(vn::apply_script(whole, *second, "full.nft").ok);
+  EndpointChange c;
+  ASSERT_TRUE(c.make()) << c.error;
   applier::NftWant want;
   want.test_constant_digests = true;
-  ASSERT_TRUE(want.update(*first).ok);
-  auto u = want.update(*second);
+  ASSERT_TRUE(want.update(c.first).ok);
+  auto u = want.update(c.second);
   ASSERT_TRUE(u.ok);
   EXPECT_TRUE(u.incremental) << u.why_whole;
   EXPECT_GT(u.objects_redone, 0u);
-  EXPECT_EQ(vn::print_ruleset(want.state()), vn::print_ruleset(whole));
+  EXPECT_EQ(vn::print_ruleset(want.state()), vn::print_ruleset(c.whole));
 }
 
 }  // namespace kpc::test
