@@ -199,6 +199,9 @@ struct Narrower {
   bool v4;
   bool prerouting_post_dnat = false;  // some dnat target is a node address
   std::vector<symbolic::u128> dnat_targets;  // every dnat target address value, sorted
+  // Some dnat statement the rule model does not read (a form the nft model accepts but the
+  // tracer stops at): its target is unknown, so it may rewrite into any element.
+  bool dnat_unknown = false;
   bool all = false;
   std::string why;
   std::vector<char> atoms;
@@ -226,6 +229,7 @@ struct Narrower {
 
   // Can a dnat (of either state) rewrite a destination into r?
   bool dnat_into(const nft_trace::Range& r) const {
+    if (dnat_unknown) return true;
     auto lo = symbolic::addr_value(r.lo.addr), hi = symbolic::addr_value(r.hi.addr);
     auto it = std::lower_bound(dnat_targets.begin(), dnat_targets.end(), lo);
     return it != dnat_targets.end() && *it <= hi;
@@ -289,29 +293,35 @@ std::string key_of(const nft::Table& t) { return std::string(nft::family_name(t.
 
 symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const symbolic::Universe& u) {
   symbolic::AffectedAtoms out;
-  Narrower n{u, u.family == IPFamily::V4, false, {}, false, {}, std::vector<char>(u.atom_count(), 0)};
+  Narrower n{u, u.family == IPFamily::V4, false, {}, false, false, {}, std::vector<char>(u.atom_count(), 0)};
   // A node -> local packet DNAT'ed to a node address comes back through prerouting. (Only a
   // rule whose text has "dnat" can hold a dnat statement: the others are not parsed.) The
   // two states are read side by side.
-  auto scan = [&](const nft::NftState& st, std::vector<symbolic::u128>* targets, bool* local) {
+  // A rule with a dnat statement the rule model does not read (it stops at an Unknown) has an
+  // unknown target: it may be a node address and may lie in any element.
+  auto scan = [&](const nft::NftState& st, std::vector<symbolic::u128>* targets, bool* local, bool* unknown) {
     for (const auto& t : st.tables)
       for (const auto& c : t.chains)
         for (const auto& r : c.rules) {
-          if (r.canonical.find("dnat") == std::string::npos) continue;
+          if (!r.refs.dnat && r.canonical.find("dnat") == std::string::npos) continue;
           auto m = nft_trace::read_rule(r.canonical, n.v4);
-          for (const auto& s : m.stmts)
+          for (const auto& s : m.stmts) {
+            if (s.kind == Stmt::Unknown) *unknown = *local = true;
             if (s.kind == Stmt::Dnat && s.nat_addr) {
               // Every target, of either family (the explorer compares address values).
               targets->push_back(symbolic::addr_value(*s.nat_addr));
               if (s.nat_addr->family == u.family && u.local.contains(targets->back())) *local = true;
             }
+          }
         }
   };
   std::vector<symbolic::u128> tb_targets;
-  bool tb_local = false;
-  side_by_side([&] { scan(b, &tb_targets, &tb_local); }, [&] { scan(a, &n.dnat_targets, &n.prerouting_post_dnat); });
+  bool tb_local = false, tb_unknown = false;
+  side_by_side([&] { scan(b, &tb_targets, &tb_local, &tb_unknown); },
+               [&] { scan(a, &n.dnat_targets, &n.prerouting_post_dnat, &n.dnat_unknown); });
   n.dnat_targets.insert(n.dnat_targets.end(), tb_targets.begin(), tb_targets.end());
   n.prerouting_post_dnat = n.prerouting_post_dnat || tb_local;
+  n.dnat_unknown = n.dnat_unknown || tb_unknown;
   std::sort(n.dnat_targets.begin(), n.dnat_targets.end());
   std::map<std::string, std::pair<const nft::Table*, const nft::Table*>> tables;
   for (const auto& t : a.tables) tables[key_of(t)].first = &t;
