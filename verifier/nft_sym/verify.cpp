@@ -163,7 +163,10 @@ std::vector<ObjectDifference> object_differences(const nft::NftState& a, const n
   for (const auto& t : a.tables) tables[table_key(t)].first = &t;
   for (const auto& t : b.tables) tables[table_key(t)].second = &t;
   for (const auto& [key, tt] : tables) {
-    auto [ta, tb] = tt;
+    // Plain pointers, not a structured binding: the lambdas below capture them (clang 14 does
+    // not let a lambda capture a structured binding).
+    const nft::Table* ta = tt.first;
+    const nft::Table* tb = tt.second;
     if (!ta || !tb) {
       out.push_back({key, "table", ta ? "only after partial" : "only after full", true, {}});
       continue;
