@@ -29,15 +29,24 @@ vn::NftState full_state(const Snapshot& snap) {
   return st;
 }
 
-TEST(NftDiffNarrowing, TwoFullTransactionsExploreOnlyTheChangedService) {
+// The two full transactions of the 60-Service benchmark cluster before and after
+// bench/one_change.h's change.
+bool one_change_states(vn::NftState* a, vn::NftState* b) {
   SourceManager sm;
   DiagSink diags;
   Snapshot before;
-  ASSERT_TRUE(load_snapshot_text({{"cluster.json", bench::synthetic_cluster_json({60, 10, 5})}}, LoadOptions{}, sm,
-                                 &before, diags));
+  if (!load_snapshot_text({{"cluster.json", bench::synthetic_cluster_json({60, 10, 5})}}, LoadOptions{}, sm, &before,
+                          diags))
+    return false;
   Snapshot after = before;
   bench::add_one_endpoint(after);
-  vn::NftState a = full_state(before), b = full_state(after);
+  *a = full_state(before), *b = full_state(after);
+  return true;
+}
+
+TEST(NftDiffNarrowing, TwoFullTransactionsExploreOnlyTheChangedService) {
+  vn::NftState a, b;
+  ASSERT_TRUE(one_change_states(&a, &b));
   symbolic::CompareOptions co;
   co.local_addresses = test::nft_diff_locals(a, b);
 
@@ -66,14 +75,8 @@ TEST(NftDiffNarrowing, TwoFullTransactionsExploreOnlyTheChangedService) {
 // changed element, so the narrowing must not trust the element ranges any more -- and the
 // comparison must still say what exploring every atom says.
 TEST(NftDiffNarrowing, AnUnreadDnatTargetWidensTheNarrowing) {
-  SourceManager sm;
-  DiagSink diags;
-  Snapshot before;
-  ASSERT_TRUE(load_snapshot_text({{"cluster.json", bench::synthetic_cluster_json({60, 10, 5})}}, LoadOptions{}, sm,
-                                 &before, diags));
-  Snapshot after = before;
-  bench::add_one_endpoint(after);
-  vn::NftState a = full_state(before), b = full_state(after);
+  vn::NftState a, b;
+  ASSERT_TRUE(one_change_states(&a, &b));
   const std::string foreign =
       "add table ip mine\n"
       "add chain ip mine pre { type nat hook prerouting priority -90 ; }\n"
