@@ -10,6 +10,8 @@ PACKAGES=(
   # libraries (found with find_package / pkg-config in CMakeLists.txt)
   libcli11-dev nlohmann-json3-dev libyaml-cpp-dev libre2-dev libnftnl-dev libmnl-dev
   libip4tc-dev libip6tc-dev librapidcheck-dev libgtest-dev libgmock-dev libbenchmark-dev
+  # the allocator kpc's programs run on (KPC_MIMALLOC; docs/performance.md, "The allocator")
+  libmimalloc-dev
   # kpc-applier's Kubernetes API client (HTTPS)
   libcurl4-openssl-dev
   # kpc-applier --apply-with in-process: libnftables, the library the nft tool is built on

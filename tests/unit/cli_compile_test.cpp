@@ -75,6 +75,18 @@ TEST(CliValidate, ExitCodesAndVersion) {
   EXPECT_NE(v.out.find("kpc "), std::string::npos);
   EXPECT_NE(v.out.find("source revision "), std::string::npos) << v.out;  // issue 13 §6: revision and build type
   EXPECT_NE(v.out.find(", build type "), std::string::npos) << v.out;
+  // The fast allocator is the process's malloc, not only linked (docs/performance.md, "The
+  // allocator"); a sanitizer build runs on the sanitizer's allocator instead.
+#ifdef KPC_TEST_EXPECT_MIMALLOC
+  EXPECT_NE(v.out.find("allocator mimalloc "), std::string::npos) << v.out;
+  EXPECT_EQ(v.out.find("not in use"), std::string::npos) << v.out;
+#else
+  EXPECT_NE(v.out.find("allocator glibc malloc"), std::string::npos) << v.out;
+#endif
+  auto a = run({bin_path("kpc-applier"), "--version"});
+  EXPECT_EQ(a.exit_code, 0);
+  EXPECT_EQ(a.out.find("not in use"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("allocator "), std::string::npos) << a.out;
   auto garbage = run({bin_path("kpc"), "validate", "-"}, std::string("\x00\x01\x02garbage", 10));
   EXPECT_EQ(garbage.exit_code, 2);
   EXPECT_NE(garbage.err.find("<stdin>:1:1: error[E0003]"), std::string::npos) << garbage.err;

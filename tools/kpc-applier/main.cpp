@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compiler/support/allocator.h"
 #include "compiler/support/version.h"
 #include "tools/cli_docs/cli_checks.h"
 #include "tools/cli_docs/cli_docs.h"
@@ -124,6 +125,7 @@ int main(int argc, char** argv) {
   app.add_flag("--once", once, "one sync, then exit (--watch -: after the end of stdin)");
   app.add_flag("--cleanup", cleanup, "remove kube-proxy's iptables chains and nft tables, and exit");
   app.add_flag("--dry-run", dry_run, "with --cleanup: print what would be removed");
+  app.set_version_flag("--version", std::string(kpc::kVersionLine) + "\n" + kpc::allocator_line());
   // `kpc-applier __complete bash|zsh`, `__man`: generated from the options above (the build runs them).
   if (int rc = 0; kpc::cli_docs::handle(app, "kpc-applier", std::string("kpc ") + kpc::kVersion, argc, argv, &rc)) return rc;
   try {

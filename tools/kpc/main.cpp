@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/support/allocator.h"
 #include "compiler/support/version.h"
 #include "tools/cli_docs/cli_docs.h"
 #include "tools/kpc/commands.h"
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
 #define KPC_BUILD_TYPE "unspecified"
 #endif
   app.set_version_flag("--version", std::string(kpc::kVersionLine) + "\nsource revision " KPC_GIT_REVISION
-                                        ", build type " KPC_BUILD_TYPE);
+                                        ", build type " KPC_BUILD_TYPE "\n" + kpc::allocator_line());
   app.require_subcommand(1);
   app.footer("Run 'kpc COMMAND --help' for a command's options, examples and exit codes.");
   int exit_code = kpc::cli::kExitOk;
