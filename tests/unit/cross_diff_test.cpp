@@ -308,5 +308,38 @@ TEST(CrossDiffCli, ExitCodesAndFormats) {
   EXPECT_EQ(one.exit_code, 2) << "one input needs --from-backend and --to-backend";
 }
 
+// The two sides load on two threads; their reports come out as one thread would print them:
+// A's first, then B's, each whole, in stderr and in the JSON document alike; a snapshot
+// compiled for both sides reports its errors once.
+TEST(CrossDiffCli, BothSidesReportInOrderOnce) {
+  std::string kpc = test::bin_path("kpc");
+  std::string dir = test::temp_dir("cross-cli-order");
+  // A is slow to load (its error is after 30,000 rules) and B fails at once: B's thread finishes
+  // first, so printing as each thread finishes would put B's error first.
+  std::string a = "*nat\n:KUBE-SERVICES - [0:0]\n";
+  for (int i = 0; i < 30000; ++i) a += "-A KUBE-SERVICES -d 10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250) + "/32 -j ACCEPT\n";
+  test::write_file(dir + "/a.restore", a + "-A NOSUCH -j ACCEPT\nCOMMIT\n");
+  test::write_file(dir + "/b.nft", "add table ip kube-proxy\nadd rule ip kube-proxy nosuch counter\n");
+  for (int run = 0; run < 5; ++run) {  // the order must not depend on which thread finishes first
+    auto r = test::run({kpc, "diff", dir + "/a.restore", dir + "/b.nft", "--format", "json"});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    size_t a_at = r.err.find("a.restore"), b_at = r.err.find("b.nft");
+    ASSERT_NE(a_at, std::string::npos) << r.err;
+    ASSERT_NE(b_at, std::string::npos) << r.err;
+    EXPECT_LT(a_at, b_at) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    ASSERT_GE(j["diagnostics"].size(), 2u) << r.out;
+    EXPECT_NE(j["diagnostics"][0].dump().find("a.restore"), std::string::npos) << r.out;
+    EXPECT_NE(j["diagnostics"].back().dump().find("b.nft"), std::string::npos) << r.out;
+  }
+  test::write_file(dir + "/bad.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  ports: 7\n");
+  auto once = test::run({kpc, "diff", dir + "/bad.yaml", "--from-backend", "iptables", "--to-backend", "nftables"});
+  EXPECT_EQ(once.exit_code, 2) << once.err;
+  size_t first = once.err.find("bad.yaml");
+  ASSERT_NE(first, std::string::npos) << once.err;
+  const std::string line = once.err.substr(first, once.err.find('\n', first) - first);
+  EXPECT_EQ(once.err.find(line, first + line.size()), std::string::npos) << "reported twice:\n" << once.err;
+}
+
 }  // namespace
 }  // namespace kpc

@@ -1,5 +1,6 @@
 // Recording diagnostics for `--format json` (json_report.h). The tool is one command per
-// process, single-threaded where it prints: a process-wide list is enough.
+// process, single-threaded where it prints (work on a second thread holds its reports in a
+// DeferredReports and the main thread flushes them): a process-wide list is enough.
 #include "tools/kpc/json_report.h"
 
 #include <cstdio>
@@ -15,6 +16,17 @@ std::vector<nlohmann::ordered_json>& recorded() {
   return list;
 }
 bool printed = false;
+thread_local DeferredReports* t_deferred = nullptr;
+
+// Every print_* ends here: stderr and the recorded list, or this thread's deferral.
+void emit(std::string stderr_text, nlohmann::ordered_json rec) {
+  if (t_deferred) {
+    t_deferred->items.push_back({std::move(stderr_text), std::move(rec)});
+    return;
+  }
+  std::fputs(stderr_text.c_str(), stderr);
+  if (!rec.is_null()) recorded().push_back(std::move(rec));
+}
 
 nlohmann::ordered_json null_or(const std::string& s) {
   return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s);
@@ -27,8 +39,21 @@ std::string dump(const nlohmann::ordered_json& j) {
 
 }  // namespace
 
+DeferredReports::DeferredReports() { t_deferred = this; }
+DeferredReports::~DeferredReports() {
+  if (t_deferred == this) t_deferred = nullptr;
+}
+void DeferredReports::flush() {
+  if (t_deferred == this) t_deferred = nullptr;
+  replay(std::move(items));
+  items.clear();
+}
+void DeferredReports::replay(std::vector<Item> items) {
+  for (auto& it : items) emit(std::move(it.stderr_text), std::move(it.recorded));
+}
+
 void print_diagnostics(const DiagSink& sink, const SourceManager& sm) {
-  std::fputs(sink.render(sm).c_str(), stderr);
+  emit(sink.render(sm), nullptr);
   for (const auto& d : sink.all()) {
     const DiagInfo& info = diag_info(d.code);
     nlohmann::ordered_json j;
@@ -42,7 +67,7 @@ void print_diagnostics(const DiagSink& sink, const SourceManager& sm) {
     j["path"] = null_or(d.path);
     j["message"] = d.message;
     j["notes"] = d.notes;
-    recorded().push_back(std::move(j));
+    emit("", std::move(j));
   }
 }
 
@@ -63,13 +88,11 @@ nlohmann::ordered_json entry(nlohmann::ordered_json code, nlohmann::ordered_json
 }
 
 void print_input_error(const InputError& e) {
-  std::fprintf(stderr, "%s\n", render(e).c_str());
   const DiagInfo& info = diag_info(e.code);
-  recorded().push_back(entry(std::string(info.code), std::string(info.name), e.message));
+  emit(render(e) + "\n", entry(std::string(info.code), std::string(info.name), e.message));
 }
 
 void print_error(const std::string& line) {
-  std::fprintf(stderr, "%s\n", line.c_str());
   auto j = entry(nullptr, nullptr, line);
   // "[PATH:LINE: ]error[E0900]: ..." lines made by hand keep their code (and location).
   size_t at = line.find("error[E");
@@ -86,18 +109,17 @@ void print_error(const std::string& line) {
       j["line"] = std::stoul(where.substr(colon + 1));
     }
   }
-  recorded().push_back(std::move(j));
+  emit(line + "\n", std::move(j));
 }
 
 void print_tool_error(const std::string& rendered, const std::string& file, int line, int column,
                       const std::string& message) {
-  std::fprintf(stderr, "%s\n", rendered.c_str());
   auto j = entry(nullptr, nullptr, message);
   if (!file.empty()) j["file"] = file;
   if (line > 0) j["line"] = line;
   if (column > 0) j["column"] = column;
   if (size_t nl = rendered.find('\n'); nl != std::string::npos) j["notes"].push_back(rendered.substr(nl + 1));
-  recorded().push_back(std::move(j));
+  emit(rendered + "\n", std::move(j));
 }
 
 nlohmann::ordered_json recorded_diagnostics() {

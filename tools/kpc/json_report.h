@@ -29,6 +29,28 @@ void print_error(const std::string& line);
 void print_tool_error(const std::string& rendered, const std::string& file, int line, int column,
                       const std::string& message);
 
+/// While one exists, what this thread's print_* calls would print to stderr and record is held
+/// instead, in order, until flush(): work done on two threads (the two sides of a cross-mode
+/// diff) reports exactly as one thread doing it in sequence would. Not nested across threads:
+/// each thread has its own.
+class DeferredReports {
+ public:
+  DeferredReports();
+  ~DeferredReports();  ///< stops holding (what was not flushed is dropped)
+  DeferredReports(const DeferredReports&) = delete;
+  DeferredReports& operator=(const DeferredReports&) = delete;
+  /// Prints and records what was held, in order (on the calling thread, which must not be
+  /// holding itself), and empties the list.
+  void flush();
+  struct Item {
+    std::string stderr_text;
+    nlohmann::ordered_json recorded;  ///< null: nothing recorded
+  };
+  std::vector<Item> items;  ///< internal
+  /// Prints and records items taken from a DeferredReports of another thread.
+  static void replay(std::vector<Item> items);
+};
+
 /// The diagnostics recorded so far, as JSON objects:
 /// {code, name, severity, file, line, column, object, path, message, notes}.
 nlohmann::ordered_json recorded_diagnostics();

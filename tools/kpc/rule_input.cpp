@@ -79,7 +79,7 @@ bool read_rule_input(RuleInput& in, const RuleInputOptions& o, verifier::Ruleset
   ao.noflush = true;
   ao.flavor = o.flavor;
   if (auto res = verifier::apply_text(*out, c->text, ao); !res.ok()) {
-    std::fprintf(stderr, "internal error: the compiled program fails: %s\n", res.error->reason.c_str());
+    print_error("internal error: the compiled program fails: " + res.error->reason);
     return false;
   }
   return true;

@@ -108,7 +108,7 @@ bool numgen_shares(const DiffContext& c) {
   Fraction eps = Fraction::from_dyadic(trace::Probability::ratio_pow2(s.ipt->shares.size(), 31));
   for (size_t i = 0; i < s.ipt->shares.size(); ++i) {
     const Share &x = s.ipt->shares[i], &y = s.nft->shares[i];
-    if (x.outcome.key() != y.outcome.key()) return false;
+    if (compare_keys(x.outcome, y.outcome) != 0) return false;
     if (x.probability > y.probability + eps || y.probability > x.probability + eps) return false;
   }
   return true;
@@ -241,7 +241,7 @@ bool ipvs_reject_after_mark(const DiffContext& c) {
   if (s.ipvs->shares.size() != 1 || s.other->shares.size() != 1) return false;
   Outcome a = s.ipvs->shares[0].outcome, b = s.other->shares[0].outcome;
   a.mark = b.mark = 0;
-  return a.key() == b.key();
+  return compare_keys(a, b) == 0;
 }
 
 // A port no Service uses on an address bound to kube-ipvs0: KUBE-IPVS-FILTER rejects new
@@ -346,7 +346,7 @@ bool rr_vs_statistic(const Distribution& ipvs, Distribution* ipt) {
   bool differs = false;
   for (size_t i = 0; i < ipvs.shares.size(); ++i) {
     const Share &x = ipvs.shares[i], &y = ipt->shares[i];
-    if (x.outcome.key() != y.outcome.key()) return false;
+    if (compare_keys(x.outcome, y.outcome) != 0) return false;
     if (x.probability > y.probability + eps || y.probability > x.probability + eps) return false;
     differs = differs || !(x.probability == y.probability);
   }

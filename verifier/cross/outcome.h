@@ -50,6 +50,9 @@ struct Outcome {
   std::string text() const;
 };
 
+/// key(a) <=> key(b) (-1, 0, 1) without building either key.
+int compare_keys(const Outcome& a, const Outcome& b);
+
 struct Share {
   Outcome outcome;
   Fraction probability;

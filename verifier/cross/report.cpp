@@ -1,5 +1,8 @@
 #include "verifier/cross/report.h"
 
+#include <map>
+#include <string_view>
+
 #include <cmath>
 
 namespace kpc::verifier::cross {
@@ -107,6 +110,10 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
   if (o.verbose) out += std::string(kCoverageNote) + "\n";
   out += r.surprises == 0 ? "verdict: every difference is a documented difference between the modes\n"
                           : "verdict: differences that are not documented between the modes\n";
+  // Each service's cells in the order compare() found them, gathered once (looking through every
+  // cell for every service was quadratic: ~6 s of a 10,000-Service diff).
+  std::map<std::string_view, std::vector<const Cell*>> cells_of;
+  for (const auto& c : r.differences) cells_of[c.service].push_back(&c);
   bool any = false;
   for (const auto& [svc, sum] : r.services) {
     if (sum.known == 0 && sum.surprises == 0) continue;
@@ -125,8 +132,10 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
     }
     out += "\n";
     size_t shown = 0;
-    for (const auto& c : r.differences) {
-      if (c.service != svc) continue;
+    static const std::vector<const Cell*> kNone;
+    auto found = cells_of.find(svc);
+    for (const Cell* cp : found == cells_of.end() ? kNone : found->second) {
+      const Cell& c = *cp;
       bool show = c.known.empty() ? (o.verbose || shown < o.max_examples) : o.verbose;
       if (!show) continue;
       if (c.known.empty()) ++shown;

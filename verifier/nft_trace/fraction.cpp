@@ -18,12 +18,6 @@ std::map<uint32_t, uint32_t> factor(uint32_t n) {
   return out;
 }
 
-BigUInt pow_small(uint32_t p, uint32_t e) {
-  BigUInt b(1);
-  for (uint32_t i = 0; i < e; ++i) b.mul_small(p);
-  return b;
-}
-
 }  // namespace
 
 Fraction Fraction::zero() {
@@ -63,8 +57,15 @@ void Fraction::reduce() {
 }
 
 BigUInt Fraction::denominator() const {
+  // The power of two as a shift: iptables' dyadic shares bring 2^31 and more, and this runs
+  // for every comparison of unequal denominators (the cross diff's numgen-shares check).
   BigUInt d(1);
-  for (const auto& [p, e] : den_) d = d * pow_small(p, e);
+  uint32_t twos = 0;
+  for (const auto& [p, e] : den_) {
+    if (p == 2) twos = e;
+    else for (uint32_t i = 0; i < e; ++i) d.mul_small(p);
+  }
+  if (twos) d.shl(twos);
   return d;
 }
 
@@ -114,6 +115,7 @@ Fraction Fraction::complement() const {
 }
 
 std::strong_ordering operator<=>(const Fraction& a, const Fraction& b) {
+  if (a.den_ == b.den_) return a.num_ <=> b.num_;  // the same denominator: no products
   return a.num_ * b.denominator() <=> b.num_ * a.denominator();
 }
 
