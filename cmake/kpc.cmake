@@ -9,13 +9,17 @@ function(kpc_add_library name)
   target_link_libraries(kpc_${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
-# kpc_use_fast_allocator(TARGET): an executable gets mimalloc (KPC_MIMALLOC). The shared
-# library is linked before libc, so its malloc/free (and so operator new/delete) are the
-# process's; KPC_WITH_MIMALLOC lets the program name its allocator (kpc --version) and
-# references mi_version(), which keeps the library linked even under --as-needed.
+# kpc_use_fast_allocator(TARGET [NAMES_IT]): an executable gets mimalloc (KPC_MIMALLOC). The
+# shared library is linked before libc, so its malloc/free (and so operator new/delete) are the
+# process's. NAMES_IT also defines KPC_WITH_MIMALLOC for the target, so that it can name its
+# allocator (`--version`, compiler/support/allocator.h: it also checks that malloc is mimalloc's).
+# (Not for the test programs: a definition would recompile every test. Even under --as-needed
+# the library stays: it is the first to define malloc, which every program references.)
 function(kpc_use_fast_allocator target)
   if(KPC_WITH_MIMALLOC)
     target_link_libraries(${target} PRIVATE mimalloc)
-    target_compile_definitions(${target} PRIVATE KPC_WITH_MIMALLOC=1)
+    if("NAMES_IT" IN_LIST ARGN)
+      target_compile_definitions(${target} PRIVATE KPC_WITH_MIMALLOC=1)
+    endif()
   endif()
 endfunction()
