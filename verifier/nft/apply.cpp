@@ -154,6 +154,11 @@ const Table* NftState::find_table(Family f, std::string_view name) const {
     if (t.family == f && t.name == name) return &t;
   return nullptr;
 }
+namespace detail {
+std::shared_ptr<TableIndex> clone(const TableIndex& ix) { return std::make_shared<TableIndex>(ix); }
+std::shared_ptr<SetIndex> clone(const SetIndex& ix) { return std::make_shared<SetIndex>(ix); }
+}  // namespace detail
+
 void NftState::reindex() {
   for (auto& t : tables) {
     t.index.p.reset();

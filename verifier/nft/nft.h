@@ -68,21 +68,26 @@ struct ApplyResult {
 namespace detail {
 struct TableIndex;
 struct SetIndex;
+/// A copy of an index (apply.cpp, where the types are complete).
+std::shared_ptr<TableIndex> clone(const TableIndex& ix);
+std::shared_ptr<SetIndex> clone(const SetIndex& ix);
 }  // namespace detail
 
 /// Internal to the model: a look-up index over a vector of the state (names -> positions),
-/// built on first use and kept up to date by apply_script. A copy starts without one (it is
-/// rebuilt from the copied vectors on its first look-up). Code outside the model only reads
-/// the state's vectors; a caller that edits them must call NftState::reindex() afterwards.
-/// (A const look-up may build the index: a state is not to be read from several threads at
-/// once before its first look-up.)
+/// built on first use and kept up to date by apply_script. A copy of a state gets its own copy
+/// of the index (positions in identical vectors are the same positions): rebuilding it costs
+/// a pass over every rule's references, ~0.45 s of applying an 80-command partial to a copy of
+/// a 10,000-Service table, copying it a few tens of ms. Code outside the model only reads the
+/// state's vectors; a caller that edits them must call NftState::reindex() afterwards. (A const
+/// look-up may build the index: a state is not to be read from several threads at once before
+/// its first look-up; each copy owns its index.)
 template <class T>
 class LazyIndex {
  public:
   LazyIndex() = default;
-  LazyIndex(const LazyIndex&) {}
-  LazyIndex& operator=(const LazyIndex&) {
-    p.reset();
+  LazyIndex(const LazyIndex& o) : p(o.p ? detail::clone(*o.p) : nullptr) {}
+  LazyIndex& operator=(const LazyIndex& o) {
+    p = o.p ? detail::clone(*o.p) : nullptr;
     return *this;
   }
   LazyIndex(LazyIndex&&) noexcept = default;
