@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <deque>
+#include <memory>
 
 #include "verifier/nft/internal.h"
 
@@ -251,27 +251,37 @@ class Parser {
 
  private:
   std::string_view src_;
-  // The tokens read so far and not released: t_[0] is the token at absolute index base_.
+  // The tokens read so far and not released, in chunks of kChunk that never move (references
+  // to tokens stay valid while more are read): token `abs` is chunks_[abs / kChunk -
+  // first_chunk_][abs % kChunk]. (A std::deque did this with a division per access: ~4 % of
+  // reading a 75 MB transaction.)
+  static constexpr size_t kChunkBits = 10, kChunk = size_t{1} << kChunkBits;
   Lexer lexer_;
-  std::deque<Token> t_;  // a deque: references to tokens stay valid while more are read
+  std::vector<std::unique_ptr<Token[]>> chunks_;
+  size_t first_chunk_ = 0;  // the absolute chunk number of chunks_[0]
+  size_t lexed_ = 0;        // tokens lexed so far (absolute)
   std::vector<Token> rule_toks_;
-  size_t base_ = 0;
   bool lexed_end_ = false;
   size_t p_ = 0;  // absolute index of the next token
 
   const Token& tok(size_t abs) {
-    while (abs - base_ >= t_.size() && !lexed_end_) {
-      t_.push_back(lexer_.next());
-      if (t_.back().kind == Tok::End) lexed_end_ = true;
+    while (abs >= lexed_ && !lexed_end_) {
+      if ((lexed_ & (kChunk - 1)) == 0) chunks_.push_back(std::make_unique<Token[]>(kChunk));
+      Token& t = chunks_.back()[lexed_ & (kChunk - 1)];
+      t = lexer_.next();
+      ++lexed_;
+      if (t.kind == Tok::End) lexed_end_ = true;
     }
-    return t_[std::min(abs - base_, t_.size() - 1)];
+    const size_t i = std::min(abs, lexed_ - 1);
+    return chunks_[(i >> kChunkBits) - first_chunk_][i & (kChunk - 1)];
   }
-  // Drops the tokens before the previous one (nothing refers to them any more).
+  // Drops the chunks before the previous token's (nothing refers to their tokens any more).
   void release() {
-    if (p_ - base_ < 4096) return;
-    size_t drop = p_ - 1 - base_;
-    t_.erase(t_.begin(), t_.begin() + static_cast<long>(drop));
-    base_ += drop;
+    if (p_ == 0) return;
+    const size_t keep = (p_ - 1) >> kChunkBits;
+    if (keep - first_chunk_ < 4) return;
+    chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<long>(keep - first_chunk_));
+    first_chunk_ = keep;
   }
   const Token& peek(size_t k = 0) { return tok(p_ + k); }
   // The rule of tokens [b, e) (absolute indexes).
