@@ -51,7 +51,7 @@ TEST(NftDiffNarrowing, TwoFullTransactionsExploreOnlyTheChangedService) {
   co.local_addresses = test::nft_diff_locals(a, b);
 
   // Step 1 alone: not every atom, and only a few.
-  Universe u = build_universe({&a, &b}, IPFamily::V4, co.local_addresses);
+  sem::Universe u = build_universe({&a, &b}, IPFamily::V4, co.local_addresses);
   auto aff = affected_atoms_nft(a, b, u);
   EXPECT_FALSE(aff.all) << aff.why_all;
   size_t marked = 0;
@@ -84,7 +84,7 @@ TEST(NftDiffNarrowing, AnUnreadDnatTargetWidensTheNarrowing) {
   for (vn::NftState* st : {&a, &b}) ASSERT_TRUE(vn::apply_script(*st, foreign, "foreign.nft").ok);
   symbolic::CompareOptions co;
   co.local_addresses = test::nft_diff_locals(a, b);
-  Universe u = build_universe({&a, &b}, IPFamily::V4, co.local_addresses);
+  sem::Universe u = build_universe({&a, &b}, IPFamily::V4, co.local_addresses);
   auto aff = affected_atoms_nft(a, b, u);
   size_t marked = 0;
   for (char x : aff.atom) marked += x != 0;

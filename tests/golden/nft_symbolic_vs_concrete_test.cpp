@@ -22,6 +22,7 @@
 namespace kpc::verifier::nft_sym {
 namespace {
 namespace fs = std::filesystem;
+using namespace sem;
 using namespace symbolic;
 
 std::string slurp(const std::string& p) {

@@ -116,7 +116,7 @@ std::vector<Mutant> mutants(const std::string& partial) {
 
 // Behaviour oracle for "equivalent" claims: the concrete tracer on sampled packets.
 bool concrete_agree(const RulesetState& a, const RulesetState& b, const std::vector<IPAddr>& local, std::string* why) {
-  symbolic::Universe u = symbolic::build_universe({&a, &b}, local);
+  sem::Universe u = symbolic::build_universe({&a, &b}, local);
   trace::TraceOptions to;
   to.local_addresses = local;
   trace::Tracer ta(a, to), tb(b, to);
@@ -136,7 +136,7 @@ bool concrete_agree(const RulesetState& a, const RulesetState& b, const std::vec
         for (auto src : {"10.0.0.5", "203.0.113.9", "10.180.0.1"}) {
           trace::Packet p;
           p.src = *IPAddr::parse(a.family == IPFamily::V4 ? src : "2001:db8:ffff::9");
-          p.dst = symbolic::addr_from_value(lo, a.family);
+          p.dst = sem::addr_from_value(lo, a.family);
           p.proto = proto;
           p.sport = 40000;
           p.dport = port;

@@ -8,9 +8,11 @@
 
 namespace kpc::verifier::nft_sym {
 
+using sem::PacketClass;
+using sem::Universe;
+using sem::Witness;
 using symbolic::CompareResult;
 using symbolic::OutcomeShare;
-using symbolic::Witness;
 
 namespace {
 
@@ -46,7 +48,7 @@ class NftSide : public symbolic::CompareSide {
     if (origin == Origin::Arriving && w.in_iface >= 0) p.in_iface = u_.ifaces[static_cast<size_t>(w.in_iface)];
     if (w.out_iface >= 0) p.out_iface = u_.ifaces[static_cast<size_t>(w.out_iface)];
     p.mark = w.mark;
-    p.ctstate = symbolic::ct_combo_bits(w.ct_combo);
+    p.ctstate = sem::ct_combo_bits(w.ct_combo);
     if (w.client != 0) {
       p.remembered = explorer_.sets_for(w.client);
       p.remembered_age = u_.age_bucket_start(w.age_bucket);

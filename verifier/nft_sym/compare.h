@@ -16,7 +16,7 @@ namespace kpc::verifier::nft_sym {
 
 /// Step 1: the destination atoms that can behave differently (affected.cpp): those of the
 /// differing map elements and of the elements through which differing chains are reached.
-symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const symbolic::Universe& u);
+symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const sem::Universe& u);
 
 /// The address families an nft state has rules for (ip / ip6 tables; inet counts for both).
 std::vector<IPFamily> families(const nft::NftState& a, const nft::NftState& b);

@@ -10,6 +10,21 @@
 namespace kpc::verifier::symbolic {
 
 using trace::Verdict;
+using sem::AddrSet;
+using sem::ClientSet;
+using sem::PacketClass;
+using sem::PortSet;
+using sem::ProtoSet;
+using sem::SmallSet;
+using sem::u128;
+using sem::Universe;
+using sem::Witness;
+using sem::addr_from_value;
+using sem::addr_value;
+using sem::ct_combo_bits;
+using sem::describe;
+using sem::kCtCombos;
+using sem::pick_witness;
 
 namespace {
 

@@ -99,10 +99,10 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
 
 /// The class of exactly one concrete packet (its interfaces must be universe atoms;
 /// its remembered lists, if any, must name one list the engine knows).
-PacketClass point_class(const trace::Packet& p, const Universe& u, const Engine& e);
+sem::PacketClass point_class(const trace::Packet& p, const sem::Universe& u, const Engine& e);
 /// A packet's exact outcome distribution according to the leaves of a start class holding it.
-std::vector<OutcomeShare> distribution_at(const std::vector<Leaf>& leaves, const PacketClass& point, uint32_t mark,
-                                          const Universe& u);
+std::vector<OutcomeShare> distribution_at(const std::vector<Leaf>& leaves, const sem::PacketClass& point,
+                                          uint32_t mark, const sem::Universe& u);
 /// The concrete tracer's result in the same shape (outcomes merged); recent lists are
 /// named by the keys the symbolic layer gives them in that state (affinity_lists.h).
 std::vector<OutcomeShare> concrete_distribution(const trace::TraceResult& r, const RulesetState& state);
@@ -116,7 +116,7 @@ struct AffectedAtoms {
   std::vector<char> atom;  ///< per atom of the universe
   std::string why_all;
 };
-AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const Universe& u);
+AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const sem::Universe& u);
 
 /// One side of a comparison, whatever its mode (issue 16: one core, a front end per mode):
 /// its symbolic explorer and its concrete reference tracer. compare_states gives the
@@ -125,9 +125,9 @@ class CompareSide {
  public:
   virtual ~CompareSide() = default;
   /// Every leaf of a start class (its destination in one atom of the shared universe).
-  virtual std::vector<Leaf> explore(const PacketClass& start, Origin origin) = 0;
+  virtual std::vector<Leaf> explore(const sem::PacketClass& start, Origin origin) = 0;
   /// The witness as a concrete packet of this side (affinity records named as it names them).
-  virtual trace::Packet concrete(const Witness& w, Origin origin) const = 0;
+  virtual trace::Packet concrete(const sem::Witness& w, Origin origin) const = 0;
   /// The concrete tracer's outcome distribution for the packet (OutcomeShare's shape, merged),
   /// adding the services its paths name to *services and its most likely path to *path.
   virtual std::vector<OutcomeShare> trace(const trace::Packet& p, std::vector<std::string>* services,
@@ -135,7 +135,7 @@ class CompareSide {
 };
 
 /// Steps 2-3 of the comparison over two sides sharing one universe, for the atoms aff marks.
-CompareResult compare_sides(const Universe& u, CompareSide& before, CompareSide& after, AffectedAtoms aff,
+CompareResult compare_sides(const sem::Universe& u, CompareSide& before, CompareSide& after, AffectedAtoms aff,
                             const CompareOptions& options);
 /// same_outcomes for a front end's concrete shares (decided outcomes, exact probabilities).
 bool same_shares(const std::vector<OutcomeShare>& a, const std::vector<OutcomeShare>& b);

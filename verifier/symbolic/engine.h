@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "verifier/state/state.h"
-#include "verifier/symbolic/packet_class.h"
+#include "verifier/sem/packet_class.h"
 #include "verifier/trace/rational.h"
 #include "verifier/trace/tracer.h"
 
@@ -43,7 +43,7 @@ struct SymOutcome {
   trace::Verdict verdict = trace::Verdict::Accept;
   std::string route;  ///< local / forward / output (accepted packets)
   bool dnat = false;
-  u128 dnat_addr = 0;
+  sem::u128 dnat_addr = 0;
   uint16_t dnat_port = 0;
   bool masquerade = false;
   std::string snat;
@@ -61,7 +61,7 @@ struct SymOutcome {
 };
 
 struct Leaf {
-  PacketClass cls;
+  sem::PacketClass cls;
   Probability prob;
   SymOutcome outcome;
   /// Services (Universe::services ids) named by the comments of the rules on this
@@ -74,32 +74,32 @@ struct Leaf {
 /// atoms from every rule of the given states, the local addresses (plus
 /// loopback), and the affinity keys of their `recent` lists.
 /// With ipsets, `-m set` matches on them are modelled and their entries' addresses cut atoms too.
-Universe build_universe(const std::vector<const RulesetState*>& states, const std::vector<IPAddr>& local_addresses,
+sem::Universe build_universe(const std::vector<const RulesetState*>& states, const std::vector<IPAddr>& local_addresses,
                         const ipset::Table* ipsets = nullptr);
 
 class Engine {
  public:
   /// The universe must have been built over (at least) this state; the engine
   /// adds the canonical keys of this state's recent lists to it.
-  Engine(const RulesetState& state, Universe& universe);
+  Engine(const RulesetState& state, sem::Universe& universe);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   /// Every leaf of the start class. The start class's destination must lie in one atom.
-  std::vector<Leaf> explore(const PacketClass& start, Origin origin);
+  std::vector<Leaf> explore(const sem::PacketClass& start, Origin origin);
 
   /// The concrete list names (recent --name) this state uses for an affinity key.
   std::vector<std::string> lists_for(uint32_t affinity_id) const;
   /// The affinity id of a concrete list name (0 if the state has no such list).
   uint32_t client_id(const std::string& list) const;
-  const Universe& universe() const { return u_; }
+  const sem::Universe& universe() const { return u_; }
   size_t rules_read() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  Universe& u_;
+  sem::Universe& u_;
 };
 
 }  // namespace kpc::verifier::symbolic
