@@ -74,7 +74,7 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
     for (auto& l : eng.lists_for(id)) lists.push_back(l);
 
   Sampler s;
-  std::map<std::pair<size_t, int>, std::vector<Leaf>> cache;
+  std::map<std::pair<size_t, int>, std::vector<sem::Leaf>> cache;
   size_t compared = 0;
   for (size_t n = 0; n < samples; ++n) {
     trace::Packet p;
@@ -84,8 +84,8 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
     p.proto = protos[s.pick(7)];
     p.sport = ports[s.pick(ports.size())];
     p.dport = ports[s.pick(ports.size())];
-    Origin origin = s.pick(3) == 0 ? Origin::Node : Origin::Arriving;
-    p.origin = origin == Origin::Node ? trace::Origin::Node : trace::Origin::External;
+    sem::Origin origin = s.pick(3) == 0 ? sem::Origin::Node : sem::Origin::Arriving;
+    p.origin = origin == sem::Origin::Node ? trace::Origin::Node : trace::Origin::External;
     p.in_iface = u.ifaces[s.pick(u.ifaces.size())];
     p.out_iface = u.ifaces[s.pick(u.ifaces.size())];
     static const uint32_t marks[] = {0, 0, 0x4000, 0x4001, 0x8000};
@@ -116,7 +116,7 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
     // A packet whose leaves depend on a predicate (a test the model keeps as a class bit,
     // such as an earlier connection's connmark) has no single symbolic answer: skipped.
     bool predicated = false;
-    for (const Leaf& l : it->second) predicated |= l.cls.pred_known && l.cls.overlaps(point, u);
+    for (const sem::Leaf& l : it->second) predicated |= l.cls.pred_known && l.cls.overlaps(point, u);
     if (predicated) continue;
     auto sym = distribution_at(it->second, point, p.mark, u);
     auto con = concrete_distribution(tracer.trace(p), st);
@@ -138,7 +138,7 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
     ++compared;
     ASSERT_TRUE(same_outcomes(sym, con)) << path << "\npacket " << trace::proto_name(p.proto) << " " << p.src.str()
                                          << ":" << *p.sport << " -> " << p.dst.str() << ":" << p.dport << " origin "
-                                         << origin_name(origin) << " in " << *p.in_iface << " out " << *p.out_iface
+                                         << sem::origin_name(origin) << " in " << *p.in_iface << " out " << *p.out_iface
                                          << " bridge in '" << *p.in_bridge_port << "' out '" << *p.out_bridge_port << "'"
                                          << " mark " << p.mark << " ct " << p.ctstate
                                          << (p.remembered.empty() ? "" : " remembered " + p.remembered[0])

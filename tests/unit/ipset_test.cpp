@@ -139,7 +139,7 @@ COMMIT
     sem::PacketClass start = sem::PacketClass::everything(u);
     auto [lo, hi] = u.atom(u.atom_of(sem::addr_value(p.dst)));
     start.dst = sem::AddrSet::range(lo, hi);
-    auto leaves = eng.explore(start, symbolic::Origin::Arriving);
+    auto leaves = eng.explore(start, sem::Origin::Arriving);
     auto point = symbolic::point_class(p, u, eng);
     auto sym = symbolic::distribution_at(leaves, point, p.mark, u);
     auto con = symbolic::concrete_distribution(tracer.trace(p), st);

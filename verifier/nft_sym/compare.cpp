@@ -8,6 +8,8 @@
 
 namespace kpc::verifier::nft_sym {
 
+using sem::Leaf;
+using sem::Origin;
 using sem::PacketClass;
 using sem::Universe;
 using sem::Witness;

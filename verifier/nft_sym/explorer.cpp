@@ -23,13 +23,15 @@ using nft_trace::VerdictKind;
 using nft_trace::VerdictSpec;
 using sem::AddrSet;
 using sem::ClientSet;
+using sem::Leaf;
+using sem::Origin;
 using sem::PacketClass;
 using sem::PortSet;
 using sem::ProtoSet;
 using sem::SmallSet;
 using sem::u128;
 using sem::Universe;
-using symbolic::SymOutcome;
+using sem::SymOutcome;
 using trace::Probability;
 using trace::Verdict;
 

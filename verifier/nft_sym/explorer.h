@@ -1,5 +1,5 @@
 // The nft front end of the symbolic engine (issue 16 §1, §3): every packet of a class
-// through an NftState at once, producing the same leaves (symbolic::Leaf: class,
+// through an NftState at once, producing the same leaves (sem::Leaf: class,
 // probability, SymOutcome, services) over the same packet classes and universe as the
 // iptables engine (verifier/symbolic/engine.h), so that one comparison and one report
 // serve both modes.
@@ -28,13 +28,10 @@
 #include <vector>
 
 #include "verifier/nft/nft.h"
+#include "verifier/sem/outcome.h"
 #include "verifier/sem/packet_class.h"
-#include "verifier/symbolic/engine.h"
 
 namespace kpc::verifier::nft_sym {
-
-using symbolic::Leaf;
-using symbolic::Origin;
 
 /// The shared universe of a comparison over nft states: destination atoms cut at every
 /// address a rule, set or map element, or dnat names, and at the local addresses;
@@ -55,7 +52,7 @@ class Explorer {
   Explorer& operator=(const Explorer&) = delete;
 
   /// Every leaf of the start class (its destination must lie in one atom).
-  std::vector<Leaf> explore(const sem::PacketClass& start, Origin origin);
+  std::vector<sem::Leaf> explore(const sem::PacketClass& start, sem::Origin origin);
 
   /// The affinity sets (by name) that hold a remembered client of this id.
   std::vector<std::string> sets_for(uint32_t affinity_id) const;

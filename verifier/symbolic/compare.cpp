@@ -25,6 +25,9 @@ using sem::ct_combo_bits;
 using sem::describe;
 using sem::kCtCombos;
 using sem::pick_witness;
+using sem::Leaf;
+using sem::Origin;
+using sem::SymOutcome;
 
 namespace {
 

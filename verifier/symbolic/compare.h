@@ -67,7 +67,7 @@ std::string format_outcome(const OutcomeShare& s);  ///< the same without the pr
 std::string format_probability(const Probability& p);  ///< "33.3% (1431655765/4294967296)", or "1"
 
 struct Difference {
-  Origin origin = Origin::Arriving;
+  sem::Origin origin = sem::Origin::Arriving;
   std::string cls;  ///< describe() of the class
   trace::Packet witness_a, witness_b;  ///< the same packet (recent lists named per side)
   std::string witness_text;            ///< "tcp 203.0.113.10:40000 -> 10.96.0.10:80 from arriving, ct NEW, ..."
@@ -101,7 +101,7 @@ CompareResult compare_states(const RulesetState& before, const RulesetState& aft
 /// its remembered lists, if any, must name one list the engine knows).
 sem::PacketClass point_class(const trace::Packet& p, const sem::Universe& u, const Engine& e);
 /// A packet's exact outcome distribution according to the leaves of a start class holding it.
-std::vector<OutcomeShare> distribution_at(const std::vector<Leaf>& leaves, const sem::PacketClass& point,
+std::vector<OutcomeShare> distribution_at(const std::vector<sem::Leaf>& leaves, const sem::PacketClass& point,
                                           uint32_t mark, const sem::Universe& u);
 /// The concrete tracer's result in the same shape (outcomes merged); recent lists are
 /// named by the keys the symbolic layer gives them in that state (affinity_lists.h).
@@ -125,9 +125,9 @@ class CompareSide {
  public:
   virtual ~CompareSide() = default;
   /// Every leaf of a start class (its destination in one atom of the shared universe).
-  virtual std::vector<Leaf> explore(const sem::PacketClass& start, Origin origin) = 0;
+  virtual std::vector<sem::Leaf> explore(const sem::PacketClass& start, sem::Origin origin) = 0;
   /// The witness as a concrete packet of this side (affinity records named as it names them).
-  virtual trace::Packet concrete(const sem::Witness& w, Origin origin) const = 0;
+  virtual trace::Packet concrete(const sem::Witness& w, sem::Origin origin) const = 0;
   /// The concrete tracer's outcome distribution for the packet (OutcomeShare's shape, merged),
   /// adding the services its paths name to *services and its most likely path to *path.
   virtual std::vector<OutcomeShare> trace(const trace::Packet& p, std::vector<std::string>* services,

@@ -31,8 +31,9 @@ using sem::cidr_range;
 using sem::ct_combo_bits;
 using sem::ct_new_only;
 using sem::kCtCombos;
-
-const char* origin_name(Origin o) { return o == Origin::Node ? "node" : "arriving"; }
+using sem::Leaf;
+using sem::Origin;
+using sem::SymOutcome;
 
 namespace {
 

@@ -7,6 +7,9 @@
 
 namespace kpc::verifier::symbolic {
 
+using sem::Origin;
+using sem::origin_name;
+
 namespace {
 
 std::string hex(uint32_t v) {
