@@ -23,7 +23,6 @@ namespace kpc::verifier::nft_sym {
 namespace {
 namespace fs = std::filesystem;
 using namespace sem;
-using namespace symbolic;
 
 std::string slurp(const std::string& p) {
   std::ifstream in(p);

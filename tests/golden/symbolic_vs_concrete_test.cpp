@@ -118,15 +118,15 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
     bool predicated = false;
     for (const sem::Leaf& l : it->second) predicated |= l.cls.pred_known && l.cls.overlaps(point, u);
     if (predicated) continue;
-    auto sym = distribution_at(it->second, point, p.mark, u);
+    auto sym = sem::distribution_at(it->second, point, p.mark, u);
     auto con = concrete_distribution(tracer.trace(p), st);
-    Probability total = Probability::zero();
+    trace::Probability total = trace::Probability::zero();
     for (const auto& x : sym) total = total + x.probability;
     ASSERT_TRUE(total.is_one()) << path << ": leaves hold " << total.fraction() << " of packet " << p.src.str()
                                 << " -> " << p.dst.str() << ":" << p.dport;
     std::string sa, ca;
-    for (const auto& x : sym) sa += format_share(x) + "; ";
-    for (const auto& x : con) ca += format_share(x) + "; ";
+    for (const auto& x : sym) sa += sem::format_share(x) + "; ";
+    for (const auto& x : con) ca += sem::format_share(x) + "; ";
     bool unknown = false;
     for (const auto& x : con) unknown |= x.verdict == trace::Verdict::Unknown;
     if (unknown) {
@@ -136,13 +136,14 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
       continue;
     }
     ++compared;
-    ASSERT_TRUE(same_outcomes(sym, con)) << path << "\npacket " << trace::proto_name(p.proto) << " " << p.src.str()
-                                         << ":" << *p.sport << " -> " << p.dst.str() << ":" << p.dport << " origin "
-                                         << sem::origin_name(origin) << " in " << *p.in_iface << " out " << *p.out_iface
-                                         << " bridge in '" << *p.in_bridge_port << "' out '" << *p.out_bridge_port << "'"
-                                         << " mark " << p.mark << " ct " << p.ctstate
-                                         << (p.remembered.empty() ? "" : " remembered " + p.remembered[0])
-                                         << "\nsymbolic: " << sa << "\nconcrete: " << ca;
+    ASSERT_TRUE(sem::same_outcomes(sym, con))
+        << path << "\npacket " << trace::proto_name(p.proto) << " " << p.src.str()
+        << ":" << *p.sport << " -> " << p.dst.str() << ":" << p.dport << " origin "
+        << sem::origin_name(origin) << " in " << *p.in_iface << " out " << *p.out_iface
+        << " bridge in '" << *p.in_bridge_port << "' out '" << *p.out_bridge_port << "'"
+        << " mark " << p.mark << " ct " << p.ctstate
+        << (p.remembered.empty() ? "" : " remembered " + p.remembered[0])
+        << "\nsymbolic: " << sa << "\nconcrete: " << ca;
   }
   EXPECT_GT(compared, samples / 2) << path;
 }

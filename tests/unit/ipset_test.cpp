@@ -141,12 +141,12 @@ COMMIT
     start.dst = sem::AddrSet::range(lo, hi);
     auto leaves = eng.explore(start, sem::Origin::Arriving);
     auto point = symbolic::point_class(p, u, eng);
-    auto sym = symbolic::distribution_at(leaves, point, p.mark, u);
+    auto sym = sem::distribution_at(leaves, point, p.mark, u);
     auto con = symbolic::concrete_distribution(tracer.trace(p), st);
-    ASSERT_TRUE(symbolic::same_outcomes(sym, con))
+    ASSERT_TRUE(sem::same_outcomes(sym, con))
         << p.src.str() << " -> " << p.dst.str() << ":" << p.dport << " proto " << int(p.proto) << " sport "
-        << *p.sport << ": " << (sym.empty() ? "" : symbolic::format_share(sym[0])) << " vs "
-        << (con.empty() ? "" : symbolic::format_share(con[0]));
+        << *p.sport << ": " << (sym.empty() ? "" : sem::format_share(sym[0])) << " vs "
+        << (con.empty() ? "" : sem::format_share(con[0]));
     for (const auto& s : sym) ASSERT_TRUE(s.unknown.empty()) << s.unknown;
     ++compared;
   }

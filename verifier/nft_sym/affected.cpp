@@ -291,8 +291,8 @@ std::string key_of(const nft::Table& t) { return std::string(nft::family_name(t.
 
 }  // namespace
 
-symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const sem::Universe& u) {
-  symbolic::AffectedAtoms out;
+sem::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const sem::Universe& u) {
+  sem::AffectedAtoms out;
   Narrower n{u, u.family == IPFamily::V4, false, {}, false, false, {}, std::vector<char>(u.atom_count(), 0)};
   // A node -> local packet DNAT'ed to a node address comes back through prerouting. (Only a
   // rule whose text has "dnat" can hold a dnat statement: the others are not parsed.) The

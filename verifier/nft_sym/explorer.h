@@ -1,8 +1,8 @@
 // The nft front end of the symbolic engine (issue 16 §1, §3): every packet of a class
-// through an NftState at once, producing the same leaves (sem::Leaf: class,
-// probability, SymOutcome, services) over the same packet classes and universe as the
-// iptables engine (verifier/symbolic/engine.h), so that one comparison and one report
-// serve both modes.
+// through an NftState at once, producing the leaves of the mode-neutral core (sem::Leaf:
+// class, probability, SymOutcome, services; verifier/sem) over its packet classes and
+// universe, as the iptables engine (verifier/symbolic/engine.h) does, so that one
+// comparison and one report (verifier/sem/compare.h, report.h) serve both modes.
 //
 // The walk is the concrete nft tracer's (verifier/nft_trace/tracer.h is the reference: base
 // chains by hook and priority, nat chains for NEW packets until a binding, conntrack at

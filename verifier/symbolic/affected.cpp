@@ -155,8 +155,8 @@ bool dst_stable_hook(TableId t, const std::string& builtin) {
 
 }  // namespace
 
-AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const sem::Universe& u) {
-  AffectedAtoms out;
+sem::AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const sem::Universe& u) {
+  sem::AffectedAtoms out;
   out.atom.assign(u.atom_count(), 0);
   Side A(a), B(b);
   bool all_equal = true;

@@ -14,6 +14,7 @@ namespace kpc::verifier::symbolic {
 using ir::ArgKind;
 using ir::TableId;
 using ir::TargetKind;
+using trace::Probability;
 using trace::Verdict;
 // The packet classes and universe of the mode-neutral core (verifier/sem), which this
 // front end splits and fills from iptables rules.

@@ -32,8 +32,6 @@
 
 namespace kpc::verifier::symbolic {
 
-using trace::Probability;
-
 /// Builds the shared universe of a comparison: destination atoms and interface
 /// atoms from every rule of the given states, the local addresses (plus
 /// loopback), and the affinity keys of their `recent` lists.
