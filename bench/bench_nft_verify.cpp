@@ -85,7 +85,7 @@ void diff_states(const verifier::nft::NftState& a, const verifier::nft::NftState
     for (IPFamily f : {IPFamily::V4, IPFamily::V6})
       for (const auto& x : verifier::nft_trace::infer_local_addresses(*st, f, &why)) local.push_back(x);
   if (local.empty()) local = {*IPAddr::parse("192.168.0.2")};
-  verifier::symbolic::CompareOptions co;
+  verifier::sem::CompareOptions co;
   co.local_addresses = local;
   auto r = verifier::nft_sym::compare_nft(a, b, co);
   state.counters["differing"] = static_cast<double>(r.differing_classes);

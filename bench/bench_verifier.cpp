@@ -93,7 +93,7 @@ void diff(benchmark::State& state, const std::string& a, const std::string& b, b
     verifier::RulesetState sa = state_of(a, store), sb = state_of(b, store);
     verifier::trace::add_kube_proxy_jumps(sa);
     verifier::trace::add_kube_proxy_jumps(sb);
-    verifier::symbolic::CompareOptions co;
+    verifier::sem::CompareOptions co;
     co.local_addresses = kLocal;
     auto r = verifier::symbolic::compare_states(sa, sb, co);
     if (r.equivalent() != expect_equivalent) state.SkipWithError("unexpected verdict");
@@ -120,7 +120,7 @@ void BM_DiffFullEveryAtom(benchmark::State& state) {
     verifier::RulesetState sa = state_of(p.old_full, store), sb = state_of(p.new_full, store);
     verifier::trace::add_kube_proxy_jumps(sa);
     verifier::trace::add_kube_proxy_jumps(sb);
-    verifier::symbolic::CompareOptions co;
+    verifier::sem::CompareOptions co;
     co.local_addresses = kLocal;
     co.explore_all = true;
     auto r = verifier::symbolic::compare_states(sa, sb, co);

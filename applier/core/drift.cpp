@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "verifier/symbolic/compare.h"
+
 namespace kpc::applier {
 
 const char* chain_drift_kind_name(ChainDrift::Kind k) {
@@ -105,7 +107,7 @@ DriftReport check_drift(const verifier::RulesetState& actual, std::string_view f
       rep.error = "internal: the repair does not apply: line " + std::to_string(r.error->line) + ": " + r.error->reason;
       return rep;
     }
-    verifier::symbolic::CompareOptions co;
+    verifier::sem::CompareOptions co;
     co.local_addresses = opt.local_addresses;
     co.max_reported = opt.max_reported;
     co.max_atoms = opt.max_atoms;

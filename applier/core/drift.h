@@ -20,7 +20,7 @@
 
 #include "applier/core/repair.h"
 #include "verifier/state/state.h"
-#include "verifier/symbolic/compare.h"
+#include "verifier/sem/compare.h"
 
 namespace kpc::applier {
 
@@ -51,7 +51,7 @@ struct DriftReport {
   size_t chains_compared = 0;
   std::vector<ChainDrift> chains;     ///< kube-proxy's chains that differ, table then name order
   std::vector<MissingJump> jumps;     ///< kube-proxy's jumps the built-in chains lack
-  verifier::symbolic::CompareResult packets;  ///< node as it is -> node after the repair
+  verifier::sem::CompareResult packets;  ///< node as it is -> node after the repair
   std::string repair;                 ///< the smallest repair program ("" when there is no drift)
   RepairStats repair_stats;
   bool drift() const { return !chains.empty() || !jumps.empty(); }

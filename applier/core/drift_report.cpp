@@ -2,13 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "verifier/symbolic/report.h"
+#include "verifier/sem/report.h"
 
 namespace kpc::applier {
 
 namespace {
 
-namespace sym = verifier::symbolic;
+namespace sem = verifier::sem;
 
 std::string header(const DriftReport& r, const DriftReportContext& c) {
   std::string s = "kpc drift " + c.snapshot + " against " + c.state + " (" + c.backend + ", " + c.flavor +
@@ -31,19 +31,19 @@ std::string header(const DriftReport& r, const DriftReportContext& c) {
 
 // "shop/cart: 4 packet classes treated differently (e.g. tcp ... -> 10.96.30.30:9000: on the node ACCEPT, a full
 // sync: DNAT 10.244.1.30:9000 33.3%)"
-std::string drift_service_summary(const sym::CompareResult& p, bool verbose) {
+std::string drift_service_summary(const sem::CompareResult& p, bool verbose) {
   std::string s;
   if (p.differing_classes == 0 && p.undecided_classes == 0)
     return p.sampled ? "no packet of the sampled destinations is treated differently\n"
                      : "no packet is treated differently (only unreachable rules differ)\n";
   if (p.sampled) s += verbose ? "  (" + p.narrowing + ")\n" : "  (a sample of the destinations: --max-atoms)\n";
-  for (const auto& [svc, diffs] : sym::differences_by_service(p)) {
+  for (const auto& [svc, diffs] : sem::differences_by_service(p)) {
     size_t undecided = 0;
     for (const auto* d : diffs) undecided += d->undecided;
     s += "  " + svc + ": " + std::to_string(diffs.size() - undecided) + " packet classes treated differently";
     if (undecided) s += ", " + std::to_string(undecided) + " undecided";
     s += "\n    e.g. " + diffs[0]->witness_text + "\n";
-    auto show = [](const std::vector<sym::OutcomeShare>& v) {
+    auto show = [](const std::vector<sem::OutcomeShare>& v) {
       std::string o;
       size_t n = 0;
       for (const auto& x : v) {
@@ -54,7 +54,7 @@ std::string drift_service_summary(const sym::CompareResult& p, bool verbose) {
         if (!o.empty()) o += "; ";
         char pct[32];
         std::snprintf(pct, sizeof pct, "%.1f%%", x.probability.to_double() * 100);
-        o += std::string(pct) + " " + sym::format_outcome(x);
+        o += std::string(pct) + " " + sem::format_outcome(x);
       }
       return o;
     };
@@ -90,11 +90,11 @@ std::string drift_text(const DriftReport& r, const DriftReportContext& c) {
   s += "\nrepair: " + std::to_string(r.repair_stats.chains_written) + " chains rewritten, " +
        std::to_string(r.repair_stats.chains_deleted) + " deleted, " + std::to_string(r.repair_stats.jumps_restored) +
        " jump rules restored (" + std::to_string(r.repair.size()) + " bytes; -o FILE writes it)\n";
-  sym::ReportOptions ro;
+  sem::ReportOptions ro;
   ro.before_name = "node";
   ro.after_name = "full sync";
   ro.verbose = c.verbose;
-  s += "\nPacket classes (the node as it is -> after the repair):\n" + sym::diff_text(r.packets, ro);
+  s += "\nPacket classes (the node as it is -> after the repair):\n" + sem::diff_text(r.packets, ro);
   return s;
 }
 
@@ -123,10 +123,10 @@ std::string drift_json(const DriftReport& r, const DriftReportContext& c) {
   j["missing_jumps"] = nlohmann::ordered_json::array();
   for (const auto& m : r.jumps)
     j["missing_jumps"].push_back({{"table", ir::table_name(m.table)}, {"chain", m.chain}, {"rule", m.rule}});
-  sym::ReportOptions ro;
+  sem::ReportOptions ro;
   ro.before_name = "node";
   ro.after_name = "full_sync";
-  j["packets"] = r.drift() ? sym::diff_json_object(r.packets, ro) : nlohmann::ordered_json(nullptr);
+  j["packets"] = r.drift() ? sem::diff_json_object(r.packets, ro) : nlohmann::ordered_json(nullptr);
   j["repair"] = {{"chains_written", r.repair_stats.chains_written},
                  {"chains_deleted", r.repair_stats.chains_deleted},
                  {"jumps_restored", r.repair_stats.jumps_restored},
@@ -138,10 +138,10 @@ std::string drift_markdown(const DriftReport& r, const DriftReportContext& c) {
   std::string s = "### kpc drift: " + std::string(r.drift() ? "the node differs from a full sync" : "no drift") + "\n\n";
   s += "`" + c.snapshot + "` against `" + c.state + "` (" + c.backend + ", " + c.flavor + ")\n\n";
   if (!r.drift()) return s;
-  sym::ReportOptions ro;
+  sem::ReportOptions ro;
   ro.before_name = "on the node";
   ro.after_name = "after a full sync";
-  s += sym::diff_markdown(r.packets, ro);
+  s += sem::diff_markdown(r.packets, ro);
   s += "\n<details><summary>" + std::to_string(r.chains.size()) + " chains, " + std::to_string(r.jumps.size()) +
        " jump rules</summary>\n\n```\n";
   for (const auto& j : r.jumps)

@@ -47,11 +47,11 @@ bool one_change_states(vn::NftState* a, vn::NftState* b) {
 TEST(NftDiffNarrowing, TwoFullTransactionsExploreOnlyTheChangedService) {
   vn::NftState a, b;
   ASSERT_TRUE(one_change_states(&a, &b));
-  symbolic::CompareOptions co;
+  sem::CompareOptions co;
   co.local_addresses = test::nft_diff_locals(a, b);
 
   // Step 1 alone: not every atom, and only a few.
-  Universe u = build_universe({&a, &b}, IPFamily::V4, co.local_addresses);
+  sem::Universe u = build_universe({&a, &b}, IPFamily::V4, co.local_addresses);
   auto aff = affected_atoms_nft(a, b, u);
   EXPECT_FALSE(aff.all) << aff.why_all;
   size_t marked = 0;
@@ -82,9 +82,9 @@ TEST(NftDiffNarrowing, AnUnreadDnatTargetWidensTheNarrowing) {
       "add chain ip mine pre { type nat hook prerouting priority -90 ; }\n"
       "add rule ip mine pre ct mark 0x1 dnat to 10.96.0.42\n";
   for (vn::NftState* st : {&a, &b}) ASSERT_TRUE(vn::apply_script(*st, foreign, "foreign.nft").ok);
-  symbolic::CompareOptions co;
+  sem::CompareOptions co;
   co.local_addresses = test::nft_diff_locals(a, b);
-  Universe u = build_universe({&a, &b}, IPFamily::V4, co.local_addresses);
+  sem::Universe u = build_universe({&a, &b}, IPFamily::V4, co.local_addresses);
   auto aff = affected_atoms_nft(a, b, u);
   size_t marked = 0;
   for (char x : aff.atom) marked += x != 0;

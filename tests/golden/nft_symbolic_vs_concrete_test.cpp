@@ -22,7 +22,7 @@
 namespace kpc::verifier::nft_sym {
 namespace {
 namespace fs = std::filesystem;
-using namespace symbolic;
+using namespace sem;
 
 std::string slurp(const std::string& p) {
   std::ifstream in(p);

@@ -67,7 +67,7 @@ TEST(NftVerifyMutations, CorrectPartialsVerifyAndMutantsAreCaught) {
         if (r.behaviour) {
           EXPECT_TRUE(r.behaviour->self_check_failures.empty()) << where;
           // The atom narrowing (affected.cpp) loses nothing: every atom explored finds the same.
-          symbolic::CompareOptions co;
+          sem::CompareOptions co;
           co.local_addresses = local;
           co.explore_all = true;
           auto every = compare_nft(want, got, co);

@@ -37,14 +37,14 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
   ASSERT_TRUE(trace::add_kube_proxy_jumps(st));
   bool v4 = family == IPFamily::V4;
   std::vector<IPAddr> local = {*IPAddr::parse(v4 ? "192.168.0.2" : "2001:db8::1")};
-  Universe u = build_universe({&st}, local);
+  sem::Universe u = build_universe({&st}, local);
   Engine eng(st, u);
   trace::TraceOptions to;
   to.local_addresses = local;
   trace::Tracer tracer(st, to);
 
   // Addresses and ports the rules care about, plus a few they do not.
-  std::vector<u128> dsts, srcs;
+  std::vector<sem::u128> dsts, srcs;
   for (size_t i = 0; i < u.atom_count(); ++i) {
     auto [lo, hi] = u.atom(i);
     dsts.push_back(lo);
@@ -54,8 +54,8 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
                                                       "1.2.3.4", "10.180.0.2"}
                           : std::vector<const char*>{"fd00:10::5", "fd00:10:180::1", "2001:db8:ffff::9", "2001:db8::1",
                                                      "::1", "2001:db8::7"})
-    srcs.push_back(addr_value(*IPAddr::parse(s)));
-  for (u128 d : dsts) srcs.push_back(d);
+    srcs.push_back(sem::addr_value(*IPAddr::parse(s)));
+  for (sem::u128 d : dsts) srcs.push_back(d);
   std::vector<uint16_t> ports = {0, 1, 53, 80, 443, 3001, 3002, 8080, 30000, 30080, 32767, 65535};
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
@@ -74,18 +74,18 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
     for (auto& l : eng.lists_for(id)) lists.push_back(l);
 
   Sampler s;
-  std::map<std::pair<size_t, int>, std::vector<Leaf>> cache;
+  std::map<std::pair<size_t, int>, std::vector<sem::Leaf>> cache;
   size_t compared = 0;
   for (size_t n = 0; n < samples; ++n) {
     trace::Packet p;
-    p.src = addr_from_value(srcs[s.pick(srcs.size())], family);
-    p.dst = addr_from_value(dsts[s.pick(dsts.size())], family);
+    p.src = sem::addr_from_value(srcs[s.pick(srcs.size())], family);
+    p.dst = sem::addr_from_value(dsts[s.pick(dsts.size())], family);
     static const uint8_t protos[] = {6, 6, 6, 17, 17, 132, 1};
     p.proto = protos[s.pick(7)];
     p.sport = ports[s.pick(ports.size())];
     p.dport = ports[s.pick(ports.size())];
-    Origin origin = s.pick(3) == 0 ? Origin::Node : Origin::Arriving;
-    p.origin = origin == Origin::Node ? trace::Origin::Node : trace::Origin::External;
+    sem::Origin origin = s.pick(3) == 0 ? sem::Origin::Node : sem::Origin::Arriving;
+    p.origin = origin == sem::Origin::Node ? trace::Origin::Node : trace::Origin::External;
     p.in_iface = u.ifaces[s.pick(u.ifaces.size())];
     p.out_iface = u.ifaces[s.pick(u.ifaces.size())];
     static const uint32_t marks[] = {0, 0, 0x4000, 0x4001, 0x8000};
@@ -103,30 +103,30 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
     // Bridge ports last (the draws above stay as they were): entered none or one, bridged or routed.
     p.in_bridge_port = u.bridge_ports[s.pick(u.bridge_ports.size())];
     p.out_bridge_port = u.bridge_ports[s.pick(u.bridge_ports.size())];
-    size_t atom = u.atom_of(addr_value(p.dst));
+    size_t atom = u.atom_of(sem::addr_value(p.dst));
     auto key = std::make_pair(atom, static_cast<int>(origin));
     auto it = cache.find(key);
     if (it == cache.end()) {
-      PacketClass start = PacketClass::everything(u);
+      sem::PacketClass start = sem::PacketClass::everything(u);
       auto [lo, hi] = u.atom(atom);
-      start.dst = AddrSet::range(lo, hi);
+      start.dst = sem::AddrSet::range(lo, hi);
       it = cache.emplace(key, eng.explore(start, origin)).first;
     }
-    PacketClass point = point_class(p, u, eng);
+    sem::PacketClass point = point_class(p, u, eng);
     // A packet whose leaves depend on a predicate (a test the model keeps as a class bit,
     // such as an earlier connection's connmark) has no single symbolic answer: skipped.
     bool predicated = false;
-    for (const Leaf& l : it->second) predicated |= l.cls.pred_known && l.cls.overlaps(point, u);
+    for (const sem::Leaf& l : it->second) predicated |= l.cls.pred_known && l.cls.overlaps(point, u);
     if (predicated) continue;
-    auto sym = distribution_at(it->second, point, p.mark, u);
+    auto sym = sem::distribution_at(it->second, point, p.mark, u);
     auto con = concrete_distribution(tracer.trace(p), st);
-    Probability total = Probability::zero();
+    trace::Probability total = trace::Probability::zero();
     for (const auto& x : sym) total = total + x.probability;
     ASSERT_TRUE(total.is_one()) << path << ": leaves hold " << total.fraction() << " of packet " << p.src.str()
                                 << " -> " << p.dst.str() << ":" << p.dport;
     std::string sa, ca;
-    for (const auto& x : sym) sa += format_share(x) + "; ";
-    for (const auto& x : con) ca += format_share(x) + "; ";
+    for (const auto& x : sym) sa += sem::format_share(x) + "; ";
+    for (const auto& x : con) ca += sem::format_share(x) + "; ";
     bool unknown = false;
     for (const auto& x : con) unknown |= x.verdict == trace::Verdict::Unknown;
     if (unknown) {
@@ -136,13 +136,14 @@ void check_text(const std::string& path, const std::string& text, IPFamily famil
       continue;
     }
     ++compared;
-    ASSERT_TRUE(same_outcomes(sym, con)) << path << "\npacket " << trace::proto_name(p.proto) << " " << p.src.str()
-                                         << ":" << *p.sport << " -> " << p.dst.str() << ":" << p.dport << " origin "
-                                         << origin_name(origin) << " in " << *p.in_iface << " out " << *p.out_iface
-                                         << " bridge in '" << *p.in_bridge_port << "' out '" << *p.out_bridge_port << "'"
-                                         << " mark " << p.mark << " ct " << p.ctstate
-                                         << (p.remembered.empty() ? "" : " remembered " + p.remembered[0])
-                                         << "\nsymbolic: " << sa << "\nconcrete: " << ca;
+    ASSERT_TRUE(sem::same_outcomes(sym, con))
+        << path << "\npacket " << trace::proto_name(p.proto) << " " << p.src.str()
+        << ":" << *p.sport << " -> " << p.dst.str() << ":" << p.dport << " origin "
+        << sem::origin_name(origin) << " in " << *p.in_iface << " out " << *p.out_iface
+        << " bridge in '" << *p.in_bridge_port << "' out '" << *p.out_bridge_port << "'"
+        << " mark " << p.mark << " ct " << p.ctstate
+        << (p.remembered.empty() ? "" : " remembered " + p.remembered[0])
+        << "\nsymbolic: " << sa << "\nconcrete: " << ca;
   }
   EXPECT_GT(compared, samples / 2) << path;
 }

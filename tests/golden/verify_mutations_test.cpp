@@ -18,8 +18,8 @@
 #include "tests/support/golden.h"
 #include "tests/support/test_util.h"
 #include "verifier/equiv/verify.h"
+#include "verifier/sem/report.h"
 #include "verifier/symbolic/compare.h"
-#include "verifier/symbolic/report.h"
 #include "verifier/trace/tracer.h"
 
 namespace kpc::verifier {
@@ -116,7 +116,7 @@ std::vector<Mutant> mutants(const std::string& partial) {
 
 // Behaviour oracle for "equivalent" claims: the concrete tracer on sampled packets.
 bool concrete_agree(const RulesetState& a, const RulesetState& b, const std::vector<IPAddr>& local, std::string* why) {
-  symbolic::Universe u = symbolic::build_universe({&a, &b}, local);
+  sem::Universe u = symbolic::build_universe({&a, &b}, local);
   trace::TraceOptions to;
   to.local_addresses = local;
   trace::Tracer ta(a, to), tb(b, to);
@@ -136,7 +136,7 @@ bool concrete_agree(const RulesetState& a, const RulesetState& b, const std::vec
         for (auto src : {"10.0.0.5", "203.0.113.9", "10.180.0.1"}) {
           trace::Packet p;
           p.src = *IPAddr::parse(a.family == IPFamily::V4 ? src : "2001:db8:ffff::9");
-          p.dst = symbolic::addr_from_value(lo, a.family);
+          p.dst = sem::addr_from_value(lo, a.family);
           p.proto = proto;
           p.sport = 40000;
           p.dport = port;
@@ -146,7 +146,7 @@ bool concrete_agree(const RulesetState& a, const RulesetState& b, const std::vec
             p.origin = origin;
             auto da = symbolic::concrete_distribution(ta.trace(p), a);
             auto db = symbolic::concrete_distribution(tb.trace(p), b);
-            if (!symbolic::same_outcomes(da, db)) {
+            if (!sem::same_outcomes(da, db)) {
               *why = "packet to " + p.dst.str() + ":" + std::to_string(port) + " differs";
               return false;
             }
@@ -229,7 +229,7 @@ TEST(VerifyMutations, EveryMutantOfEveryGoldenPartialIsReported) {
         RulesetState ga = got, wa = want;
         trace::add_kube_proxy_jumps(ga);
         trace::add_kube_proxy_jumps(wa);
-        symbolic::CompareOptions co;
+        sem::CompareOptions co;
         co.local_addresses = vo.local_addresses;
         co.explore_all = true;
         auto all = symbolic::compare_states(wa, ga, co);
@@ -304,12 +304,12 @@ TEST(VerifyMutations, RenamedChainsAndShuffledServicesAreEquivalent) {
       return s;
     };
     RulesetState base = load(full.text);
-    symbolic::CompareOptions co;
+    sem::CompareOptions co;
     co.local_addresses = local;
     for (const std::string* other : {&renamed, &shuffled}) {
       auto r = symbolic::compare_states(base, load(*other), co);
       EXPECT_TRUE(r.equivalent()) << test::fixture_param_name(fp) << (other == &renamed ? " renamed" : " shuffled")
-                                  << "\n" << symbolic::diff_text(r);
+                                  << "\n" << sem::diff_text(r);
     }
     ++cases;
   }
@@ -334,18 +334,18 @@ TEST(VerifyMutations, AffinityListRenamesPairAndListSwapsDiffer) {
     for (size_t p = 0; (p = t.find(from, p)) != std::string::npos; p += to.size()) t.replace(p, from.size(), to);
     return t;
   };
-  symbolic::CompareOptions co;
+  sem::CompareOptions co;
   co.local_addresses = {*IPAddr::parse("192.168.0.2")};
   const RulesetState base = load(full);
   auto compare = [&](const std::string& other) { return symbolic::compare_states(base, load(other), co); };
 
   // Chains and lists renamed together: equivalent from the hashes alone.
   auto r = compare(replace_all(full, "KUBE-SEP-", "KUBE-SEQ-"));
-  EXPECT_TRUE(r.equivalent()) << symbolic::diff_text(r);
+  EXPECT_TRUE(r.equivalent()) << sem::diff_text(r);
   EXPECT_EQ(r.atoms_explored, 0u) << r.narrowing;
   // Lists renamed, chains kept: equivalent too.
   r = compare(replace_all(full, "--name KUBE-SEP-", "--name AFFINITY-"));
-  EXPECT_TRUE(r.equivalent()) << symbolic::diff_text(r);
+  EXPECT_TRUE(r.equivalent()) << sem::diff_text(r);
   EXPECT_EQ(r.atoms_explored, 0u) << r.narrowing;
 
   // The --rcheck rules of two endpoints test each other's list.

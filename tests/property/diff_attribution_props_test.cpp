@@ -77,7 +77,7 @@ RC_GTEST_PROP(DiffAttribution, EveryClassIsFiledUnderTheServicesItsWitnessMeets,
       for (const auto& n : s->nodes)
         for (const auto& ad : n.addresses)
           if (auto ip = IPAddr::parse(ad.address); ip && ip->family == f) local.push_back(*ip);
-    verifier::symbolic::CompareOptions co;
+    verifier::sem::CompareOptions co;
     co.local_addresses = local;
     // Default tracing limits: most classes are attributed without the tracer's help.
     auto r = verifier::symbolic::compare_states(*ra, *rb, co);

@@ -80,7 +80,7 @@ RC_GTEST_PROP(NftNarrowingProps, NarrowedEqualsEveryAtom, ()) {
   // The listing comparison the narrowing starts from (same_listing: printed piece by piece).
   RC_ASSERT(vn::same_listing(*a, *b) == (vn::print_ruleset(*a) == vn::print_ruleset(*b)));
   RC_ASSERT(vn::same_listing(*a, *a));
-  verifier::symbolic::CompareOptions co;
+  verifier::sem::CompareOptions co;
   co.local_addresses = nft_diff_locals(*a, *b);
   auto narrowed = ns::compare_nft(*a, *b, co);
   co.explore_all = true;

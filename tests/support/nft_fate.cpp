@@ -11,7 +11,7 @@ namespace kpc::test {
 namespace {
 namespace vn = verifier::nft;
 namespace nft_trace = verifier::nft_trace;
-namespace symbolic = verifier::symbolic;
+namespace sem = verifier::sem;
 namespace trace = verifier::trace;
 using verifier::nft_sym::build_universe;
 
@@ -31,7 +31,7 @@ std::string fate(nft_trace::Tracer& t, const nft_trace::Packet& p) {
 }  // namespace
 
 bool nft_fate_differs(const vn::NftState& a, const vn::NftState& b, const std::vector<IPAddr>& local) {
-  symbolic::Universe u = build_universe({&a, &b}, IPFamily::V4, local);
+  sem::Universe u = build_universe({&a, &b}, IPFamily::V4, local);
   nft_trace::TraceOptions to;
   to.local_addresses = local;
   to.kernel_numgen = true;
@@ -47,7 +47,7 @@ bool nft_fate_differs(const vn::NftState& a, const vn::NftState& b, const std::v
   std::sort(ports.begin(), ports.end());
   ports.erase(std::unique(ports.begin(), ports.end()), ports.end());
   for (size_t i = 0; i < u.atom_count(); ++i) {
-    IPAddr dst = symbolic::addr_from_value(u.atom(i).first, IPFamily::V4);
+    IPAddr dst = sem::addr_from_value(u.atom(i).first, IPFamily::V4);
     for (uint16_t port : ports)
       for (uint8_t proto : {6, 17})
         for (int from = 0; from < 3; ++from) {

@@ -6,12 +6,12 @@
 
 namespace kpc::test {
 
-std::string nft_comparison_facts(const verifier::symbolic::CompareResult& r) {
+std::string nft_comparison_facts(const verifier::sem::CompareResult& r) {
   std::string s = "differing " + std::to_string(r.differing_classes) + ", undecided " +
                   std::to_string(r.undecided_classes) + ", sampled " + std::to_string(r.sampled) + "\n";
-  auto outcomes = [](const std::vector<verifier::symbolic::OutcomeShare>& v) {
+  auto outcomes = [](const std::vector<verifier::sem::OutcomeShare>& v) {
     std::string o;
-    for (const auto& x : v) o += "  " + verifier::symbolic::format_share(x) + " [" + x.unknown + "]\n";
+    for (const auto& x : v) o += "  " + verifier::sem::format_share(x) + " [" + x.unknown + "]\n";
     return o;
   };
   for (const auto& d : r.differences) {

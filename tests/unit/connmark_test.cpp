@@ -105,8 +105,8 @@ RulesetState load_state(const std::string& program) {
   return st;
 }
 
-CompareResult compare(const std::string& a, const std::string& b) {
-  CompareOptions co;
+sem::CompareResult compare(const std::string& a, const std::string& b) {
+  sem::CompareOptions co;
   co.local_addresses = {*IPAddr::parse("192.168.0.2")};
   return compare_states(load_state(a), load_state(b), co);
 }
@@ -117,7 +117,7 @@ std::string mangle(const std::string& rules, const std::string& filter = "") {
          ":OUTPUT ACCEPT [0:0]\n" + filter + "COMMIT\n";
 }
 
-std::string verdict(const CompareResult& r) {
+std::string verdict(const sem::CompareResult& r) {
   return std::to_string(r.differing_classes) + " differing, " + std::to_string(r.undecided_classes) + " undecided" +
          (r.self_check_failures.empty() ? "" : ", self-check: " + r.self_check_failures.front());
 }

@@ -114,7 +114,7 @@ COMMIT
   ParseError pe;
   ASSERT_TRUE(apply_text(st, program, ApplyOptions{true, Flavor::Legacy}, &pe).ok()) << pe.message;
   std::vector<IPAddr> local = {*IPAddr::parse("192.168.0.2")};
-  symbolic::Universe u = symbolic::build_universe({&st}, local, &t);
+  sem::Universe u = symbolic::build_universe({&st}, local, &t);
   symbolic::Engine eng(st, u);
   trace::TraceOptions to;
   to.local_addresses = local;
@@ -136,17 +136,17 @@ COMMIT
     p.origin = trace::Origin::External;
     p.in_iface = "eth0";
     p.out_iface = "eth1";
-    symbolic::PacketClass start = symbolic::PacketClass::everything(u);
-    auto [lo, hi] = u.atom(u.atom_of(symbolic::addr_value(p.dst)));
-    start.dst = symbolic::AddrSet::range(lo, hi);
-    auto leaves = eng.explore(start, symbolic::Origin::Arriving);
+    sem::PacketClass start = sem::PacketClass::everything(u);
+    auto [lo, hi] = u.atom(u.atom_of(sem::addr_value(p.dst)));
+    start.dst = sem::AddrSet::range(lo, hi);
+    auto leaves = eng.explore(start, sem::Origin::Arriving);
     auto point = symbolic::point_class(p, u, eng);
-    auto sym = symbolic::distribution_at(leaves, point, p.mark, u);
+    auto sym = sem::distribution_at(leaves, point, p.mark, u);
     auto con = symbolic::concrete_distribution(tracer.trace(p), st);
-    ASSERT_TRUE(symbolic::same_outcomes(sym, con))
+    ASSERT_TRUE(sem::same_outcomes(sym, con))
         << p.src.str() << " -> " << p.dst.str() << ":" << p.dport << " proto " << int(p.proto) << " sport "
-        << *p.sport << ": " << (sym.empty() ? "" : symbolic::format_share(sym[0])) << " vs "
-        << (con.empty() ? "" : symbolic::format_share(con[0]));
+        << *p.sport << ": " << (sym.empty() ? "" : sem::format_share(sym[0])) << " vs "
+        << (con.empty() ? "" : sem::format_share(con[0]));
     for (const auto& s : sym) ASSERT_TRUE(s.unknown.empty()) << s.unknown;
     ++compared;
   }

@@ -153,19 +153,19 @@ RulesetState load(const std::string& program, IPFamily family) {
   return st;
 }
 
-CompareResult compare(const std::string& a, const std::string& b, IPFamily f) {
-  CompareOptions co;
+sem::CompareResult compare(const std::string& a, const std::string& b, IPFamily f) {
+  sem::CompareOptions co;
   co.local_addresses = {*IPAddr::parse(f == IPFamily::V4 ? "192.168.0.2" : "2001:db8::2")};
   return compare_states(load(a, f), load(b, f), co);
 }
 
-std::string verdict(const CompareResult& r) {
+std::string verdict(const sem::CompareResult& r) {
   return std::to_string(r.differing_classes) + " differing, " + std::to_string(r.undecided_classes) + " undecided";
 }
 
 void check(const Case& k, Expect e, const std::string& label, const std::string& names) {
   for (int dir = 0; dir < 2; ++dir) {  // both directions
-    CompareResult r = dir == 0 ? compare(k.a, k.b, k.family) : compare(k.b, k.a, k.family);
+    sem::CompareResult r = dir == 0 ? compare(k.a, k.b, k.family) : compare(k.b, k.a, k.family);
     EXPECT_TRUE(r.self_check_failures.empty()) << label << ": " << r.self_check_failures.front();
     switch (e) {
       case Expect::Equivalent:

@@ -165,8 +165,8 @@ RulesetState load_state(const std::string& program) {
   return st;
 }
 
-CompareResult compare(const std::string& a, const std::string& b) {
-  CompareOptions co;
+sem::CompareResult compare(const std::string& a, const std::string& b) {
+  sem::CompareOptions co;
   co.local_addresses = {*IPAddr::parse("192.168.0.2")};
   return compare_states(load_state(a), load_state(b), co);
 }

@@ -16,7 +16,8 @@
 #include "tools/kpc/text_layout.h"
 #include "tools/kpc/trace_nft.h"
 #include "tools/kpc/verify_nft.h"
-#include "verifier/symbolic/report.h"
+#include "verifier/sem/report.h"
+#include "verifier/symbolic/compare.h"
 #include "verifier/trace/tracer.h"
 
 namespace kpc::cli {
@@ -145,19 +146,19 @@ int run(const DiffOptions& o) {
   }
   verifier::ipset::Table sets;
   if (!o.ipsets.empty() && !read_ipsets(o.ipsets, o.max_input_size, &sets)) return kExitError;
-  verifier::symbolic::CompareOptions co;
+  verifier::sem::CompareOptions co;
   co.local_addresses = local;
   if (!o.ipsets.empty()) co.ipsets = &sets;
   co.explore_all = o.all_atoms;
   auto r = verifier::symbolic::compare_states(before, after, co);
-  verifier::symbolic::ReportOptions ro;
+  verifier::sem::ReportOptions ro;
   ro.before_name = "old";
   ro.after_name = "new";
   ro.verbose = o.verbose;
-  std::string report = o.format == "json"       ? verifier::symbolic::diff_json(r, ro)
+  std::string report = o.format == "json"       ? verifier::sem::diff_json(r, ro)
                        : o.format == "markdown" ? "### kpc diff `" + lb + "` → `" + la + "`\n\n" +
-                                                      verifier::symbolic::diff_markdown(r, ro)
-                                                : verifier::symbolic::diff_text(r, ro);
+                                                      verifier::sem::diff_markdown(r, ro)
+                                                : verifier::sem::diff_text(r, ro);
   if (o.format == "text") {
     std::string head = "kpc diff " + lb + " -> " + la + " (" + o.backend + ", local addresses:";
     for (const auto& a : local) head += " " + a.str();

@@ -27,7 +27,7 @@
 #include "tools/kpc/trace_nft.h"
 #include "tools/kpc/text_layout.h"
 #include "verifier/state/state.h"
-#include "verifier/symbolic/report.h"
+#include "verifier/sem/report.h"
 #include "verifier/trace/tracer.h"
 
 namespace kpc::cli {
@@ -70,7 +70,7 @@ int bad(const std::string& msg) {
   return kExitError;
 }
 
-using verifier::symbolic::probability_json;  // the one shape of a probability in every document
+using verifier::sem::probability_json;  // the one shape of a probability in every document
 
 std::string to_json(const verifier::trace::Packet& pkt, const verifier::trace::TraceOptions& topt,
                     const verifier::trace::TraceResult& r) {

@@ -16,7 +16,7 @@
 #include "verifier/nft_sym/compare.h"
 #include "verifier/nft_sym/verify.h"
 #include "verifier/nft_trace/tracer.h"
-#include "verifier/symbolic/report.h"
+#include "verifier/sem/report.h"
 
 namespace kpc::cli {
 namespace {
@@ -218,17 +218,17 @@ int run_diff_nft(const NftDiffRequest& o) {
       for (const auto& a : verifier::nft_trace::infer_local_addresses(*st, f, &why)) derived.push_back(a);
   std::vector<IPAddr> local;
   if (!locals(o.local_addresses, derived, "diff", &local)) return kExitError;
-  verifier::symbolic::CompareOptions co;
+  verifier::sem::CompareOptions co;
   co.local_addresses = local;
   co.explore_all = o.explore_all;
   auto r = ns::compare_nft(before, after, co);
-  verifier::symbolic::ReportOptions ro;
+  verifier::sem::ReportOptions ro;
   ro.before_name = "old";
   ro.after_name = "new";
-  std::string report = o.format == "json"       ? verifier::symbolic::diff_json(r, ro)
+  std::string report = o.format == "json"       ? verifier::sem::diff_json(r, ro)
                        : o.format == "markdown" ? "### kpc diff `" + o.before + "` → `" + o.after + "` (nftables)\n\n" +
-                                                      verifier::symbolic::diff_markdown(r, ro)
-                                                : verifier::symbolic::diff_text(r, ro);
+                                                      verifier::sem::diff_markdown(r, ro)
+                                                : verifier::sem::diff_text(r, ro);
   if (o.format == "text") {
     std::string head = "kpc diff " + o.before + " -> " + o.after + " (nftables, local addresses:";
     for (const auto& a : local) head += " " + a.str();

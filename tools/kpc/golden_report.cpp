@@ -5,7 +5,8 @@
 #include "compiler/support/line_diff.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/golden.h"
-#include "verifier/symbolic/report.h"
+#include "verifier/sem/report.h"
+#include "verifier/symbolic/compare.h"
 #include "verifier/trace/tracer.h"
 
 namespace kpc::cli::golden {
@@ -32,7 +33,7 @@ void explain_iptables(FileResult& f, std::string_view expected) {
       f.summary_note = "no behavioural diff: cannot add kube-proxy's jumps: " + first_line(err);
       return;
     }
-  verifier::symbolic::CompareOptions co;
+  verifier::sem::CompareOptions co;
   co.local_addresses = f.local_addresses;
   auto r = verifier::symbolic::compare_states(before, after, co);
   f.internal_error = !r.self_check_failures.empty();
@@ -40,10 +41,10 @@ void explain_iptables(FileResult& f, std::string_view expected) {
     f.summary_note = "no packet is treated differently: the programs differ in text only";
     return;
   }
-  verifier::symbolic::ReportOptions ro;
+  verifier::sem::ReportOptions ro;
   ro.before_name = "expected";
   ro.after_name = "compiled";
-  for (const auto& c : verifier::symbolic::service_changes(r, ro))
+  for (const auto& c : verifier::sem::service_changes(r, ro))
     f.services.push_back({c.service, c.words + " (" + std::to_string(c.classes) + (c.classes == 1 ? " class" : " classes") +
                                          (c.undecided ? ", " + std::to_string(c.undecided) + " undecided" : "") + ")"});
   if (r.sampled) f.summary_note = "a sample of the destinations was explored";

@@ -5,7 +5,8 @@
 #include <map>
 #include <set>
 
-#include "verifier/symbolic/report.h"
+#include "verifier/sem/report.h"
+#include "verifier/symbolic/compare.h"
 #include "verifier/trace/tracer.h"
 
 namespace kpc::verifier {
@@ -138,7 +139,7 @@ VerifyResult verify(RulesetState prior, std::string_view partial, std::string_vi
     trace::add_kube_proxy_jumps(a);
     trace::add_kube_proxy_jumps(b);
   }
-  symbolic::CompareOptions co;
+  sem::CompareOptions co;
   co.local_addresses = vo.local_addresses;
   co.ipsets = vo.ipsets;
   r.behaviour = symbolic::compare_states(b, a, co);
@@ -166,7 +167,7 @@ std::string format_text(const VerifyResult& r, bool verbose) {
     }
     out += "\n";
   }
-  if (r.behaviour) out += symbolic::verify_behaviour_text(*r.behaviour, verbose);
+  if (r.behaviour) out += sem::verify_behaviour_text(*r.behaviour, verbose);
   return out;
 }
 
@@ -186,10 +187,10 @@ std::string format_markdown(const VerifyResult& r) {
     out += "\n";
   }
   if (r.behaviour) {
-    symbolic::ReportOptions ro;
+    sem::ReportOptions ro;
     ro.before_name = "full";
     ro.after_name = "partial";
-    out += symbolic::diff_markdown(*r.behaviour, ro);
+    out += sem::diff_markdown(*r.behaviour, ro);
   }
   return out;
 }
@@ -216,7 +217,7 @@ std::string format_json(const VerifyResult& r) {
     jb["narrowing"] = b.narrowing;
     jb["witnesses"] = nlohmann::json::array();
     for (const auto& d : b.differences)
-      jb["witnesses"].push_back(nlohmann::json::parse(symbolic::difference_json(d, "full", "partial").dump()));
+      jb["witnesses"].push_back(nlohmann::json::parse(sem::difference_json(d, "full", "partial").dump()));
     jb["self_check_failures"] = b.self_check_failures;
     j["packets"] = jb;
   }

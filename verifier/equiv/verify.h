@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "verifier/state/state.h"
-#include "verifier/symbolic/compare.h"
+#include "verifier/sem/compare.h"
 
 namespace kpc::verifier {
 
@@ -46,7 +46,7 @@ struct VerifyResult {
   std::vector<ChainDifference> differences;
   /// Level 2 (when a reachable chain differs): the behavioural comparison, before = prior+full
   /// (what the node should hold), after = prior+partial (what it would hold).
-  std::optional<symbolic::CompareResult> behaviour;
+  std::optional<sem::CompareResult> behaviour;
 };
 
 struct VerifyOptions {

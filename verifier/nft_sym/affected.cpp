@@ -195,10 +195,10 @@ TableView view_of(const nft::Table& t, bool v4) {
 }
 
 struct Narrower {
-  const symbolic::Universe& u;
+  const sem::Universe& u;
   bool v4;
   bool prerouting_post_dnat = false;  // some dnat target is a node address
-  std::vector<symbolic::u128> dnat_targets;  // every dnat target address value, sorted
+  std::vector<sem::u128> dnat_targets;  // every dnat target address value, sorted
   // Some dnat statement the rule model does not read (a form the nft model accepts but the
   // tracer stops at): its target is unknown, so it may rewrite into any element.
   bool dnat_unknown = false;
@@ -212,7 +212,7 @@ struct Narrower {
   }
   void mark_range(const nft_trace::Range& r) {
     if (r.lo.addr.family != u.family) return;
-    size_t a = u.atom_of(symbolic::addr_value(r.lo.addr)), b = u.atom_of(symbolic::addr_value(r.hi.addr));
+    size_t a = u.atom_of(sem::addr_value(r.lo.addr)), b = u.atom_of(sem::addr_value(r.hi.addr));
     for (size_t i = a; i <= b; ++i) atoms[i] = 1;
   }
 
@@ -230,7 +230,7 @@ struct Narrower {
   // Can a dnat (of either state) rewrite a destination into r?
   bool dnat_into(const nft_trace::Range& r) const {
     if (dnat_unknown) return true;
-    auto lo = symbolic::addr_value(r.lo.addr), hi = symbolic::addr_value(r.hi.addr);
+    auto lo = sem::addr_value(r.lo.addr), hi = sem::addr_value(r.hi.addr);
     auto it = std::lower_bound(dnat_targets.begin(), dnat_targets.end(), lo);
     return it != dnat_targets.end() && *it <= hi;
   }
@@ -291,15 +291,15 @@ std::string key_of(const nft::Table& t) { return std::string(nft::family_name(t.
 
 }  // namespace
 
-symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const symbolic::Universe& u) {
-  symbolic::AffectedAtoms out;
+sem::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const sem::Universe& u) {
+  sem::AffectedAtoms out;
   Narrower n{u, u.family == IPFamily::V4, false, {}, false, false, {}, std::vector<char>(u.atom_count(), 0)};
   // A node -> local packet DNAT'ed to a node address comes back through prerouting. (Only a
   // rule whose text has "dnat" can hold a dnat statement: the others are not parsed.) The
   // two states are read side by side.
   // A rule with a dnat statement the rule model does not read (it stops at an Unknown) has an
   // unknown target: it may be a node address and may lie in any element.
-  auto scan = [&](const nft::NftState& st, std::vector<symbolic::u128>* targets, bool* local, bool* unknown) {
+  auto scan = [&](const nft::NftState& st, std::vector<sem::u128>* targets, bool* local, bool* unknown) {
     for (const auto& t : st.tables)
       for (const auto& c : t.chains)
         for (const auto& r : c.rules) {
@@ -309,13 +309,13 @@ symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::Nf
             if (s.kind == Stmt::Unknown) *unknown = *local = true;
             if (s.kind == Stmt::Dnat && s.nat_addr) {
               // Every target, of either family (the explorer compares address values).
-              targets->push_back(symbolic::addr_value(*s.nat_addr));
+              targets->push_back(sem::addr_value(*s.nat_addr));
               if (s.nat_addr->family == u.family && u.local.contains(targets->back())) *local = true;
             }
           }
         }
   };
-  std::vector<symbolic::u128> tb_targets;
+  std::vector<sem::u128> tb_targets;
   bool tb_local = false, tb_unknown = false;
   side_by_side([&] { scan(b, &tb_targets, &tb_local, &tb_unknown); },
                [&] { scan(a, &n.dnat_targets, &n.prerouting_post_dnat, &n.dnat_unknown); });

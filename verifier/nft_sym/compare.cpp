@@ -8,9 +8,13 @@
 
 namespace kpc::verifier::nft_sym {
 
-using symbolic::CompareResult;
-using symbolic::OutcomeShare;
-using symbolic::Witness;
+using sem::Leaf;
+using sem::Origin;
+using sem::PacketClass;
+using sem::Universe;
+using sem::Witness;
+using sem::CompareResult;
+using sem::OutcomeShare;
 
 namespace {
 
@@ -28,9 +32,9 @@ std::optional<trace::Probability> dyadic(const nft_trace::Fraction& f) {
   return trace::Probability::ratio_pow2(n, static_cast<uint32_t>(k));
 }
 
-class NftSide : public symbolic::CompareSide {
+class NftSide : public sem::CompareSide {
  public:
-  NftSide(const nft::NftState& s, Universe& u, const symbolic::CompareOptions& opt)
+  NftSide(const nft::NftState& s, Universe& u, const sem::CompareOptions& opt)
       : u_(u), explorer_(s, u), tracer_(s, tracer_options(opt)) {}
   std::vector<Leaf> explore(const PacketClass& start, Origin origin) override {
     return explorer_.explore(start, origin);
@@ -46,7 +50,7 @@ class NftSide : public symbolic::CompareSide {
     if (origin == Origin::Arriving && w.in_iface >= 0) p.in_iface = u_.ifaces[static_cast<size_t>(w.in_iface)];
     if (w.out_iface >= 0) p.out_iface = u_.ifaces[static_cast<size_t>(w.out_iface)];
     p.mark = w.mark;
-    p.ctstate = symbolic::ct_combo_bits(w.ct_combo);
+    p.ctstate = sem::ct_combo_bits(w.ct_combo);
     if (w.client != 0) {
       p.remembered = explorer_.sets_for(w.client);
       p.remembered_age = u_.age_bucket_start(w.age_bucket);
@@ -109,7 +113,7 @@ class NftSide : public symbolic::CompareSide {
   }
 
  private:
-  static nft_trace::TraceOptions tracer_options(const symbolic::CompareOptions& opt) {
+  static nft_trace::TraceOptions tracer_options(const sem::CompareOptions& opt) {
     nft_trace::TraceOptions to;
     to.local_addresses = opt.local_addresses;
     to.kernel_numgen = true;  // the explorer's shares (explorer.h)
@@ -134,7 +138,7 @@ std::vector<IPFamily> families(const nft::NftState& a, const nft::NftState& b) {
 }
 
 CompareResult compare_nft_states(const nft::NftState& before, const nft::NftState& after, IPFamily family,
-                                 const symbolic::CompareOptions& opt) {
+                                 const sem::CompareOptions& opt) {
   CompareResult res;
   Universe u = build_universe({&before, &after}, family, opt.local_addresses);
   res.atoms = u.atom_count();
@@ -143,7 +147,7 @@ CompareResult compare_nft_states(const nft::NftState& before, const nft::NftStat
     res.narrowing = "the two rule sets list alike (`nft list ruleset`, handles aside)";
     return res;
   }
-  symbolic::AffectedAtoms aff;
+  sem::AffectedAtoms aff;
   if (opt.explore_all) {
     aff.all = true;
     aff.atom.assign(u.atom_count(), 1);
@@ -152,11 +156,11 @@ CompareResult compare_nft_states(const nft::NftState& before, const nft::NftStat
     aff = affected_atoms_nft(before, after, u);
   }
   NftSide a(before, u, opt), b(after, u, opt);
-  return symbolic::compare_sides(u, a, b, std::move(aff), opt);
+  return sem::compare_sides(u, a, b, std::move(aff), opt);
 }
 
 CompareResult compare_nft(const nft::NftState& before, const nft::NftState& after,
-                          const symbolic::CompareOptions& opt) {
+                          const sem::CompareOptions& opt) {
   CompareResult all;
   bool first = true;
   for (IPFamily f : families(before, after)) {

@@ -1,5 +1,5 @@
-// Behavioural comparison of two nft states (issue 16 §4): the iptables comparison's steps 2-3
-// (symbolic::compare_sides: regions, witnesses, the concrete self-check) over two nft sides
+// Behavioural comparison of two nft states (issue 16 §4): the core's steps 2-3
+// (sem::compare_sides: regions, witnesses, the concrete self-check) over two nft sides
 // (the Explorer and the concrete nft tracer with the kernel's numgen shares, so that both
 // speak dyadic probabilities).
 //
@@ -10,23 +10,23 @@
 #include <vector>
 
 #include "verifier/nft/nft.h"
-#include "verifier/symbolic/compare.h"
+#include "verifier/sem/compare.h"
 
 namespace kpc::verifier::nft_sym {
 
 /// Step 1: the destination atoms that can behave differently (affected.cpp): those of the
 /// differing map elements and of the elements through which differing chains are reached.
-symbolic::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const symbolic::Universe& u);
+sem::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftState& b, const sem::Universe& u);
 
 /// The address families an nft state has rules for (ip / ip6 tables; inet counts for both).
 std::vector<IPFamily> families(const nft::NftState& a, const nft::NftState& b);
 
 /// One family's comparison.
-symbolic::CompareResult compare_nft_states(const nft::NftState& before, const nft::NftState& after, IPFamily family,
-                                           const symbolic::CompareOptions& options);
+sem::CompareResult compare_nft_states(const nft::NftState& before, const nft::NftState& after, IPFamily family,
+                                      const sem::CompareOptions& options);
 
 /// Both families' comparisons merged (counts summed, differences of IPv4 first).
-symbolic::CompareResult compare_nft(const nft::NftState& before, const nft::NftState& after,
-                                    const symbolic::CompareOptions& options);
+sem::CompareResult compare_nft(const nft::NftState& before, const nft::NftState& after,
+                               const sem::CompareOptions& options);
 
 }  // namespace kpc::verifier::nft_sym

@@ -21,13 +21,17 @@ using nft_trace::RuleModel;
 using nft_trace::Stmt;
 using nft_trace::VerdictKind;
 using nft_trace::VerdictSpec;
-using symbolic::AddrSet;
-using symbolic::ClientSet;
-using symbolic::PortSet;
-using symbolic::ProtoSet;
-using symbolic::SmallSet;
-using symbolic::SymOutcome;
-using symbolic::u128;
+using sem::AddrSet;
+using sem::ClientSet;
+using sem::Leaf;
+using sem::Origin;
+using sem::PacketClass;
+using sem::PortSet;
+using sem::ProtoSet;
+using sem::SmallSet;
+using sem::u128;
+using sem::Universe;
+using sem::SymOutcome;
 using trace::Probability;
 using trace::Verdict;
 
@@ -124,7 +128,7 @@ void collect_cuts(const nft::NftState& state, IPFamily family, u128 addr_max, Cu
   std::set<uint32_t>& seconds = out->seconds;
   auto cut = [&](const IPAddr& lo, const IPAddr& hi) {
     if (lo.family != family) return;
-    u128 a = symbolic::addr_value(lo), b = symbolic::addr_value(hi);
+    u128 a = sem::addr_value(lo), b = sem::addr_value(hi);
     cuts.insert(a);
     if (b < addr_max) cuts.insert(b + 1);
   };
@@ -205,26 +209,7 @@ void add_to_universe(Universe& u, const std::vector<const nft::NftState*>& state
 
 Universe build_universe(const std::vector<const nft::NftState*>& states, IPFamily family,
                         const std::vector<IPAddr>& local_addresses) {
-  // The iptables builder with no states gives the family, loopback and local addresses.
-  Universe u = symbolic::build_universe({}, local_addresses);
-  if (family != u.family) {
-    u = Universe{};
-    u.family = family;
-    u.addr_max = ~u128(0);
-    auto lo = symbolic::cidr_range(*CIDR::parse("::1/128"));
-    u.local = AddrSet::range(lo.first, lo.second);
-    std::set<u128> cuts = {0, lo.first};
-    if (lo.second < u.addr_max) cuts.insert(lo.second + 1);
-    for (const auto& a : local_addresses) {
-      if (a.family != family) continue;
-      u128 v = symbolic::addr_value(a);
-      u.local = AddrSet::range(0, u.addr_max).subtract(AddrSet::range(0, u.addr_max).subtract(u.local).subtract(v, v));
-      cuts.insert(v);
-      if (v < u.addr_max) cuts.insert(v + 1);
-    }
-    u.dst_cuts.assign(cuts.begin(), cuts.end());
-  }
-  u.ifaces.clear();
+  Universe u = sem::node_universe(family, local_addresses);
   add_to_universe(u, states);
   return u;
 }
@@ -452,7 +437,7 @@ struct Explorer::Impl {
     auto decide = [&](bool m) { (m ? yes : no).push_back(k); };
     auto addr_range = [&](const Range& x) -> std::optional<std::pair<u128, u128>> {
       if (x.lo.addr.family != u.family || x.hi.addr.family != u.family) return std::nullopt;
-      return std::make_pair(symbolic::addr_value(x.lo.addr), symbolic::addr_value(x.hi.addr));
+      return std::make_pair(sem::addr_value(x.lo.addr), sem::addr_value(x.hi.addr));
     };
     switch (f) {
       case Field::IpSaddr: {
@@ -600,9 +585,9 @@ struct Explorer::Impl {
     if (ct_view(e) == CtView::None) return ((ir::kCtInvalid & mask) ? yes : no).push_back(k);  // ct state only
     PacketClass y = k, n = k;
     y.ct.bits = n.ct.bits = 0;
-    for (unsigned i = 0; i < symbolic::kCtCombos; ++i) {
+    for (unsigned i = 0; i < sem::kCtCombos; ++i) {
       if (!k.ct.has(i)) continue;
-      uint32_t bits = symbolic::ct_combo_bits(i) | e.ct_extra;
+      uint32_t bits = sem::ct_combo_bits(i) | e.ct_extra;
       (void)f;
       ((bits & mask) ? y.ct : n.ct).bits |= uint64_t(1) << i;
     }
@@ -632,8 +617,8 @@ struct Explorer::Impl {
       }
       p.els.push_back(ok ? std::optional(r) : std::nullopt);
       if (ok && p.daddr >= 0 && r[p.daddr].lo.addr.family == u.family) {
-        size_t a = u.atom_of(symbolic::addr_value(r[p.daddr].lo.addr)),
-               b = u.atom_of(symbolic::addr_value(r[p.daddr].hi.addr));
+        size_t a = u.atom_of(sem::addr_value(r[p.daddr].lo.addr)),
+               b = u.atom_of(sem::addr_value(r[p.daddr].hi.addr));
         if (b - a < 8) {
           for (size_t q = a; q <= b; ++q) p.by_atom[static_cast<uint32_t>(q)].push_back(idx);
           continue;
@@ -893,7 +878,7 @@ struct Explorer::Impl {
           const Stage& stg = e.plan[e.stage];
           if (stg.chain->type != "nat" || manip_of(stg.hook) != Manip::Dst)
             return unknown(e, "dnat outside a nat chain at prerouting/output");
-          u128 to = symbolic::addr_value(*s.nat_addr);
+          u128 to = sem::addr_value(*s.nat_addr);
           trace::append_effect(&e.options, s.options);
           e.dnat = true;
           e.bound_dst = true;
@@ -1054,8 +1039,8 @@ struct Explorer::Impl {
           // Only NEW packets meet nat chains: the others skip this stage.
           PacketClass fresh = e.k, other = e.k;
           uint64_t news = 0;
-          for (unsigned i = 0; i < symbolic::kCtCombos; ++i)
-            if ((symbolic::ct_combo_bits(i) | e.ct_extra) & ir::kCtNew) news |= uint64_t(1) << i;
+          for (unsigned i = 0; i < sem::kCtCombos; ++i)
+            if ((sem::ct_combo_bits(i) | e.ct_extra) & ir::kCtNew) news |= uint64_t(1) << i;
           fresh.ct.bits &= news;
           other.ct.bits &= ~news;
           if (!other.empty(u)) {

@@ -1,8 +1,8 @@
 // The nft front end of the symbolic engine (issue 16 §1, §3): every packet of a class
-// through an NftState at once, producing the same leaves (symbolic::Leaf: class,
-// probability, SymOutcome, services) over the same packet classes and universe as the
-// iptables engine (verifier/symbolic/engine.h), so that one comparison and one report
-// serve both modes.
+// through an NftState at once, producing the leaves of the mode-neutral core (sem::Leaf:
+// class, probability, SymOutcome, services; verifier/sem) over its packet classes and
+// universe, as the iptables engine (verifier/symbolic/engine.h) does, so that one
+// comparison and one report (verifier/sem/compare.h, report.h) serve both modes.
 //
 // The walk is the concrete nft tracer's (verifier/nft_trace/tracer.h is the reference: base
 // chains by hook and priority, nat chains for NEW packets until a binding, conntrack at
@@ -28,35 +28,31 @@
 #include <vector>
 
 #include "verifier/nft/nft.h"
-#include "verifier/symbolic/engine.h"
+#include "verifier/sem/outcome.h"
+#include "verifier/sem/packet_class.h"
 
 namespace kpc::verifier::nft_sym {
-
-using symbolic::Leaf;
-using symbolic::Origin;
-using symbolic::PacketClass;
-using symbolic::Universe;
 
 /// The shared universe of a comparison over nft states: destination atoms cut at every
 /// address a rule, set or map element, or dnat names, and at the local addresses;
 /// interface atoms from every interface name; age buckets at every affinity timeout.
-Universe build_universe(const std::vector<const nft::NftState*>& states, IPFamily family,
-                        const std::vector<IPAddr>& local_addresses);
+sem::Universe build_universe(const std::vector<const nft::NftState*>& states, IPFamily family,
+                             const std::vector<IPAddr>& local_addresses);
 
 /// Adds the nft cut points of these states to a universe (for a universe shared with
 /// iptables states: build it with symbolic::build_universe, then call this).
-void add_to_universe(Universe& u, const std::vector<const nft::NftState*>& states);
+void add_to_universe(sem::Universe& u, const std::vector<const nft::NftState*>& states);
 
 class Explorer {
  public:
   /// The universe must have been built over (at least) this state.
-  Explorer(const nft::NftState& state, Universe& universe);
+  Explorer(const nft::NftState& state, sem::Universe& universe);
   ~Explorer();
   Explorer(const Explorer&) = delete;
   Explorer& operator=(const Explorer&) = delete;
 
   /// Every leaf of the start class (its destination must lie in one atom).
-  std::vector<Leaf> explore(const PacketClass& start, Origin origin);
+  std::vector<sem::Leaf> explore(const sem::PacketClass& start, sem::Origin origin);
 
   /// The affinity sets (by name) that hold a remembered client of this id.
   std::vector<std::string> sets_for(uint32_t affinity_id) const;

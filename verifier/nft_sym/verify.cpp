@@ -12,7 +12,7 @@
 #include "verifier/nft_sym/compare.h"
 #include "verifier/nft_sym/side_by_side.h"
 #include "verifier/nft_trace/tracer.h"
-#include "verifier/symbolic/report.h"
+#include "verifier/sem/report.h"
 
 namespace kpc::verifier::nft_sym {
 namespace {
@@ -245,7 +245,7 @@ NftVerifyResult conclude(nft::NftState& a, nft::NftState& b, const nft::ApplyRes
   bool reachable = false;
   for (const auto& d : r.differences) reachable = reachable || d.reachable;
   if (!reachable) return r;
-  symbolic::CompareOptions co;
+  sem::CompareOptions co;
   co.local_addresses = vo.local_addresses;
   r.behaviour = compare_nft(b, a, co);
   if (r.behaviour->differing_classes)
@@ -375,7 +375,7 @@ std::string format_text(const NftVerifyResult& r, bool verbose) {
     }
     out += "\n";
   }
-  if (r.behaviour) out += symbolic::verify_behaviour_text(*r.behaviour, verbose);
+  if (r.behaviour) out += sem::verify_behaviour_text(*r.behaviour, verbose);
   return out;
 }
 
@@ -395,10 +395,10 @@ std::string format_markdown(const NftVerifyResult& r) {
     out += "\n";
   }
   if (r.behaviour) {
-    symbolic::ReportOptions ro;
+    sem::ReportOptions ro;
     ro.before_name = "full";
     ro.after_name = "partial";
-    out += symbolic::diff_markdown(*r.behaviour, ro);
+    out += sem::diff_markdown(*r.behaviour, ro);
   }
   return out;
 }
@@ -428,7 +428,7 @@ std::string format_json(const NftVerifyResult& r) {
     jb["narrowing"] = b.narrowing;
     jb["witnesses"] = nlohmann::json::array();
     for (const auto& d : b.differences)
-      jb["witnesses"].push_back(nlohmann::json::parse(symbolic::difference_json(d, "full", "partial").dump()));
+      jb["witnesses"].push_back(nlohmann::json::parse(sem::difference_json(d, "full", "partial").dump()));
     jb["self_check_failures"] = b.self_check_failures;
     j["packets"] = jb;
   }

@@ -16,7 +16,7 @@
 
 #include "verifier/equiv/verify.h"
 #include "verifier/nft/nft.h"
-#include "verifier/symbolic/compare.h"
+#include "verifier/sem/compare.h"
 
 namespace kpc::verifier::nft_sym {
 
@@ -33,7 +33,7 @@ struct NftVerifyResult {
   std::optional<nft::NftError> failure;
   std::string failing_program;  ///< "partial" or "full"
   std::vector<ObjectDifference> differences;
-  std::optional<symbolic::CompareResult> behaviour;  ///< before = prior+full, after = prior+partial
+  std::optional<sem::CompareResult> behaviour;  ///< before = prior+full, after = prior+partial
 };
 
 struct NftVerifyOptions {

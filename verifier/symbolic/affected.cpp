@@ -155,8 +155,8 @@ bool dst_stable_hook(TableId t, const std::string& builtin) {
 
 }  // namespace
 
-AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const Universe& u) {
-  AffectedAtoms out;
+sem::AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const sem::Universe& u) {
+  sem::AffectedAtoms out;
   out.atom.assign(u.atom_count(), 0);
   Side A(a), B(b);
   bool all_equal = true;
@@ -189,7 +189,7 @@ AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const
       if (auto c = CIDR::parse(t.substr(vb, ve == std::string::npos ? std::string::npos : ve - vb), false, nullptr,
                                true);
           c && c->family() == u.family) {
-        auto r = cidr_range(*c);
+        auto r = sem::cidr_range(*c);
         size_t f = u.atom_of(r.first), l = u.atom_of(r.second);
         for (size_t i = 0; i < dst.size(); ++i)
           if (i < f || i > l) dst[i] = 0;

@@ -1,5 +1,5 @@
-// Behavioural comparison of two rule sets (issue 5: `kpc diff`, and level 2 of
-// `kpc verify`): is there a packet whose outcome distribution differs?
+// The iptables side of a behavioural comparison (issue 5: `kpc diff`, and level 2 of
+// `kpc verify`): two RulesetStates compared by the mode-neutral core (verifier/sem/compare.h).
 //
 //  1. Semantic hashes (affected.cpp): each chain is hashed without comments and
 //     with jump targets replaced by the target's hash, so renamed chains and
@@ -8,136 +8,33 @@
 //     located by walking both chain graphs in parallel, and the destination
 //     atoms they can affect are collected (all atoms when a difference sits
 //     where a DNAT may already have rewritten the destination).
-//  2. For each affected atom and origin, both sides are explored symbolically
-//     (engine.h). Equal leaf multisets: same behaviour. Otherwise the leaves are
-//     refined into regions with exact outcome distributions and the regions of
-//     both sides are intersected; every intersection whose distributions differ
-//     is a difference, every one involving an Unknown outcome is undecided.
-//  3. Each difference gets a witness packet, traced concretely on both sides with
-//     the reference tracer, whose outcome must agree with the symbolic one (a
-//     self-check; a disagreement is a bug in kpc and is reported as such).
+//  2-3. sem::compare_sides over two iptables sides (the engine, engine.h, and the
+//     reference tracer, verifier/trace) for those atoms: regions, witnesses, the
+//     concrete self-check.
 #pragma once
 
-#include <string>
+#include <cstdint>
 #include <vector>
 
+#include "verifier/sem/compare.h"
 #include "verifier/state/state.h"
 #include "verifier/symbolic/engine.h"
 #include "verifier/trace/tracer.h"
 
 namespace kpc::verifier::symbolic {
 
-struct CompareOptions {
-  /// The node's addresses (addrtype LOCAL, routing to the node). Loopback is always local.
-  std::vector<IPAddr> local_addresses;
-  /// The node's ipsets (`ipset save`): `-m set` matches are decided on them (else predicates).
-  const ipset::Table* ipsets = nullptr;
-  /// At most this many destination atoms are explored (0: all). When more reach a
-  /// difference, an evenly spread sample is explored and the result says so (`sampled`):
-  /// its classes are real differences, but classes of unexplored atoms are not listed and
-  /// "equivalent" cannot be concluded from it. kpc drift uses it (its verdict comes from
-  /// the chains; a missing PREROUTING jump touches every atom).
-  size_t max_atoms = 0;
-  /// Explore every atom, skipping the hash-based narrowing (tests, and a reference).
-  bool explore_all = false;
-  /// Stop collecting after this many differences (the count still says how many classes differ).
-  size_t max_reported = 2000;
-  /// Witnesses traced concretely (paths, services, self-check): per start class and in all.
-  /// The concrete tracer copies each path per statistic branch (quadratic in a service's
-  /// endpoints), so big diffs trace a sample; the others share their start class's services.
-  size_t traced_per_start = 3, traced_total = 200;
-};
-
-/// One outcome of a distribution, concrete for the class it is shown for.
-struct OutcomeShare {
-  trace::Verdict verdict = trace::Verdict::Accept;
-  std::string route;
-  std::string dnat;  ///< "ip:port" or ""
-  bool masquerade = false;
-  std::string snat;
-  uint32_t mark = 0;  ///< for the witness's arriving mark
-  std::string options;   ///< target options that are behaviour ("reject-with tcp-reset", ...)
-  std::string affinity;  ///< recent lists written, by canonical key
-  std::string unknown;
-  Probability probability;
-  friend bool operator==(const OutcomeShare&, const OutcomeShare&) = default;
-};
-std::string format_share(const OutcomeShare& s);  ///< "p=33.3% (1/3) ACCEPT(forward) DNAT 10.1.0.1:80 masquerade mark 0x4000"
-std::string format_outcome(const OutcomeShare& s);  ///< the same without the probability
-std::string format_probability(const Probability& p);  ///< "33.3% (1431655765/4294967296)", or "1"
-
-struct Difference {
-  Origin origin = Origin::Arriving;
-  std::string cls;  ///< describe() of the class
-  trace::Packet witness_a, witness_b;  ///< the same packet (recent lists named per side)
-  std::string witness_text;            ///< "tcp 203.0.113.10:40000 -> 10.96.0.10:80 from arriving, ct NEW, ..."
-  std::vector<OutcomeShare> before, after;
-  /// "ns/name:port" named on the paths of the witness on either side (from each
-  /// class's own leaves: exactly what the concrete tracer names for the witness).
-  std::vector<std::string> services;
-  std::vector<std::string> path_before, path_after;  ///< rules of the most likely outcome's path
-  bool undecided = false;  ///< an Unknown outcome: neither proved equal nor different
-  /// Tests the model cannot evaluate that the witness's outcomes depend on, with the
-  /// values taken ("[--match-set KUBE-X dst,dst (nat PREROUTING, arriving)] holds"). A
-  /// difference that holds for every value is decided; one that holds for some is undecided.
-  std::vector<std::string> assumptions;
-  bool traced = false;     ///< the witness was run through the concrete tracer (paths, self-check)
-};
-
-struct CompareResult {
-  bool equivalent_by_hash = false;
-  size_t atoms = 0, atoms_explored = 0, classes_compared = 0, leaves = 0;
-  size_t differing_classes = 0, undecided_classes = 0;
-  bool sampled = false;  ///< only a sample of the affected atoms was explored (CompareOptions::max_atoms)
-  std::string narrowing;  ///< how the atoms to explore were chosen
-  std::vector<Difference> differences;  ///< proven differences, then undecided ones
-  std::vector<std::string> self_check_failures;  ///< symbolic vs concrete disagreements (bugs)
-  bool equivalent() const { return differing_classes == 0 && undecided_classes == 0 && !sampled; }
-};
-
-CompareResult compare_states(const RulesetState& before, const RulesetState& after, const CompareOptions& options);
+sem::CompareResult compare_states(const RulesetState& before, const RulesetState& after,
+                                  const sem::CompareOptions& options);
 
 /// The class of exactly one concrete packet (its interfaces must be universe atoms;
 /// its remembered lists, if any, must name one list the engine knows).
-PacketClass point_class(const trace::Packet& p, const Universe& u, const Engine& e);
-/// A packet's exact outcome distribution according to the leaves of a start class holding it.
-std::vector<OutcomeShare> distribution_at(const std::vector<Leaf>& leaves, const PacketClass& point, uint32_t mark,
-                                          const Universe& u);
-/// The concrete tracer's result in the same shape (outcomes merged); recent lists are
-/// named by the keys the symbolic layer gives them in that state (affinity_lists.h).
-std::vector<OutcomeShare> concrete_distribution(const trace::TraceResult& r, const RulesetState& state);
-/// Same outcomes with the same probabilities (order aside).
-bool same_outcomes(const std::vector<OutcomeShare>& a, const std::vector<OutcomeShare>& b);
+sem::PacketClass point_class(const trace::Packet& p, const sem::Universe& u, const Engine& e);
+/// The concrete tracer's result in the shape of sem::distribution_at (outcomes merged);
+/// recent lists are named by the keys the symbolic layer gives them in that state
+/// (affinity_lists.h).
+std::vector<sem::OutcomeShare> concrete_distribution(const trace::TraceResult& r, const RulesetState& state);
 
-/// Which destination atoms can behave differently (step 1). all = every atom.
-struct AffectedAtoms {
-  bool equal = false;  ///< all built-in chains hash alike: equivalent
-  bool all = false;
-  std::vector<char> atom;  ///< per atom of the universe
-  std::string why_all;
-};
-AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const Universe& u);
-
-/// One side of a comparison, whatever its mode (issue 16: one core, a front end per mode):
-/// its symbolic explorer and its concrete reference tracer. compare_states gives the
-/// comparison two iptables sides; verifier/nft_sym two nft ones.
-class CompareSide {
- public:
-  virtual ~CompareSide() = default;
-  /// Every leaf of a start class (its destination in one atom of the shared universe).
-  virtual std::vector<Leaf> explore(const PacketClass& start, Origin origin) = 0;
-  /// The witness as a concrete packet of this side (affinity records named as it names them).
-  virtual trace::Packet concrete(const Witness& w, Origin origin) const = 0;
-  /// The concrete tracer's outcome distribution for the packet (OutcomeShare's shape, merged),
-  /// adding the services its paths name to *services and its most likely path to *path.
-  virtual std::vector<OutcomeShare> trace(const trace::Packet& p, std::vector<std::string>* services,
-                                          std::vector<std::string>* path) = 0;
-};
-
-/// Steps 2-3 of the comparison over two sides sharing one universe, for the atoms aff marks.
-CompareResult compare_sides(const Universe& u, CompareSide& before, CompareSide& after, AffectedAtoms aff,
-                            const CompareOptions& options);
-/// same_outcomes for a front end's concrete shares (decided outcomes, exact probabilities).
-bool same_shares(const std::vector<OutcomeShare>& a, const std::vector<OutcomeShare>& b);
+/// Step 1: which destination atoms can behave differently.
+sem::AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, const sem::Universe& u);
 
 }  // namespace kpc::verifier::symbolic

@@ -14,9 +14,27 @@ namespace kpc::verifier::symbolic {
 using ir::ArgKind;
 using ir::TableId;
 using ir::TargetKind;
+using trace::Probability;
 using trace::Verdict;
-
-const char* origin_name(Origin o) { return o == Origin::Node ? "node" : "arriving"; }
+// The packet classes and universe of the mode-neutral core (verifier/sem), which this
+// front end splits and fills from iptables rules.
+using sem::AddrSet;
+using sem::ClientSet;
+using sem::PacketClass;
+using sem::PortSet;
+using sem::ProtoSet;
+using sem::SmallSet;
+using sem::u128;
+using sem::Universe;
+using sem::addr_from_value;
+using sem::addr_value;
+using sem::cidr_range;
+using sem::ct_combo_bits;
+using sem::ct_new_only;
+using sem::kCtCombos;
+using sem::Leaf;
+using sem::Origin;
+using sem::SymOutcome;
 
 namespace {
 
@@ -163,27 +181,15 @@ struct SymRule {
 
 Universe build_universe(const std::vector<const RulesetState*>& states, const std::vector<IPAddr>& local_addresses,
                         const ipset::Table* ipsets) {
-  Universe u;
+  Universe u = sem::node_universe(states.empty() ? IPFamily::V4 : states[0]->family, local_addresses);
   u.ipsets = ipsets;
-  u.family = states.empty() ? IPFamily::V4 : states[0]->family;
   bool v4 = u.family == IPFamily::V4;
-  u.addr_max = v4 ? u128(0xffffffffu) : ~u128(0);
-  std::set<u128> cuts = {0};
+  // The node's atoms (loopback, local addresses), then every rule's cut points.
+  std::set<u128> cuts(u.dst_cuts.begin(), u.dst_cuts.end());
   auto cut = [&](u128 lo, u128 hi) {
     cuts.insert(lo);
     if (hi < u.addr_max) cuts.insert(hi + 1);
   };
-  // Loopback is always local; then the node's addresses.
-  auto lo_range = v4 ? cidr_range(*CIDR::parse("127.0.0.0/8")) : cidr_range(*CIDR::parse("::1/128"));
-  u.local = AddrSet::range(lo_range.first, lo_range.second);
-  cut(lo_range.first, lo_range.second);
-  for (const auto& a : local_addresses) {
-    if (a.family != u.family) continue;
-    u128 v = addr_value(a);
-    u.local = u.local.subtract(v, v);
-    u.local = AddrSet::range(0, u.addr_max).subtract(AddrSet::range(0, u.addr_max).subtract(u.local).subtract(v, v));
-    cut(v, v);
-  }
   std::set<std::string> names, ports;
   std::set<uint32_t> seconds;
   std::set<const RuleStore*> seen;

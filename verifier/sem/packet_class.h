@@ -1,7 +1,9 @@
 // A packet class: a set of first packets of connections, as a product of one
-// set per field kube-proxy's rules test (a "cube"). The symbolic engine splits
-// classes at every rule whose matches cut them, so that every packet of a leaf
-// class takes the same path and meets the same fate.
+// set per field kube-proxy's rules test (a "cube"). Each mode's explorer (the
+// iptables engine, verifier/symbolic; the nft one, verifier/nft_sym) splits classes
+// at every rule whose matches cut them, so that every packet of a leaf class takes
+// the same path and meets the same fate. The fields are the packet's, not a rule
+// language's: the classes of both modes are one kind (issue 16 §1).
 //
 // Fields and their domains:
 //   src, dst        address intervals of the family (dst is the original destination)
@@ -30,16 +32,14 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <unordered_map>
 #include <string>
 #include <vector>
 
 #include "compiler/support/net.h"
-#include "verifier/ipset/ipset.h"
-#include "verifier/symbolic/range_set.h"
+#include "verifier/sem/range_set.h"
+#include "verifier/sem/universe.h"
 
-namespace kpc::verifier::symbolic {
+namespace kpc::verifier::sem {
 
 /// Conntrack combinations: base state x {plain, SNAT, DNAT, SNAT+DNAT}.
 constexpr unsigned kCtBases = 5;  ///< INVALID, NEW, ESTABLISHED, RELATED, UNTRACKED
@@ -80,49 +80,6 @@ struct ClientSet {
   uint32_t first(uint32_t universe) const;  ///< prefers 0 (a new client)
   friend bool operator==(const ClientSet&, const ClientSet&) = default;
 };
-
-/// What both rule sets of a comparison share: the family, the node's local
-/// addresses, the atoms the start classes are cut along and the symbol tables.
-struct Universe {
-  IPFamily family = IPFamily::V4;
-  u128 addr_max = 0xffffffffu;
-  AddrSet local;                     ///< addrtype LOCAL (node addresses + loopback)
-  std::vector<std::string> ifaces;   ///< interface atoms (a representative name each)
-  /// Bridge-port atoms of -m physdev: [0] = "" (no port), then a representative name each.
-  std::vector<std::string> bridge_ports = {""};
-  std::vector<std::string> affinity_keys = {"(new client)"};  ///< id -> canonical key
-  std::vector<u128> dst_cuts;        ///< sorted starts of the destination atoms (first is 0)
-  std::unordered_map<std::string, uint32_t> affinity_index;  ///< key -> id (ids 1...)
-  std::vector<uint32_t> age_cuts;    ///< sorted distinct `recent --seconds` values (at most 63)
-  const ipset::Table* ipsets = nullptr;  ///< the node's ipsets (`--ipsets`): -m set is modelled
-  /// Unknown-but-deterministic tests (PacketClass::pred_*), at most 64: what each says.
-  std::vector<std::string> preds;
-  std::unordered_map<std::string, uint32_t> pred_index;  ///< test + where it stands -> bit
-  /// Services named by rule comments ("ns/name:port"), id 0 = none: the leaves' attribution.
-  std::vector<std::string> services = {""};
-  std::unordered_map<std::string, uint32_t> service_index;
-
-  size_t atom_count() const { return dst_cuts.size(); }
-  std::pair<u128, u128> atom(size_t i) const {
-    return {dst_cuts[i], i + 1 < dst_cuts.size() ? dst_cuts[i + 1] - 1 : addr_max};
-  }
-  size_t atom_of(u128 a) const;  ///< the atom holding address a
-  uint32_t affinity_id(const std::string& key);  ///< interns
-  uint32_t service_id(const std::string& name);  ///< interns ("" -> 0)
-  /// The bit of a predicate (interned); nullopt beyond 64.
-  std::optional<unsigned> pred_bit(const std::string& key, const std::string& description);
-  uint64_t all_preds() const { return preds.size() >= 64 ? ~uint64_t(0) : (uint64_t(1) << preds.size()) - 1; }
-  unsigned age_buckets() const { return static_cast<unsigned>(age_cuts.size()) + 1; }
-  /// The buckets whose ages are all below `seconds` (every bucket for 0); nullopt if
-  /// `seconds` is not a cut (more distinct values than the engine tracks).
-  std::optional<SmallSet> ages_below(uint32_t seconds) const;
-  unsigned age_bucket_of(uint32_t age) const;
-  uint32_t age_bucket_start(unsigned bucket) const { return bucket == 0 ? 0 : age_cuts[bucket - 1]; }
-};
-
-u128 addr_value(const IPAddr& a);
-IPAddr addr_from_value(u128 v, IPFamily f);
-std::pair<u128, u128> cidr_range(const CIDR& c);
 
 struct PacketClass {
   AddrSet src, dst;
@@ -166,4 +123,4 @@ Witness pick_witness(const PacketClass& c, const Universe& u);
 /// "tcp dport 80, src not in 10.0.0.1/32, ct NEW" — the fields that are not full.
 std::string describe(const PacketClass& c, const Universe& u);
 
-}  // namespace kpc::verifier::symbolic
+}  // namespace kpc::verifier::sem

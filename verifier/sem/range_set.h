@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace kpc::verifier::symbolic {
+namespace kpc::verifier::sem {
 
 using u128 = unsigned __int128;
 
@@ -113,4 +113,4 @@ struct SmallSet {
   friend bool operator==(const SmallSet&, const SmallSet&) = default;
 };
 
-}  // namespace kpc::verifier::symbolic
+}  // namespace kpc::verifier::sem

@@ -1,11 +1,11 @@
-#include "verifier/symbolic/report.h"
+#include "verifier/sem/report.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
 
-namespace kpc::verifier::symbolic {
+namespace kpc::verifier::sem {
 
 namespace {
 
@@ -331,4 +331,4 @@ std::string verify_behaviour_text(const CompareResult& b, bool verbose) {
   return out;
 }
 
-}  // namespace kpc::verifier::symbolic
+}  // namespace kpc::verifier::sem

@@ -1,14 +1,15 @@
-// Reports of a behavioural comparison: `kpc diff`'s text and JSON, grouped by
-// service ("ns/name:port", from the rule comments on the witnesses' paths), and
-// the pieces `kpc verify` reuses.
+// Reports of a behavioural comparison, whatever the modes compared: `kpc diff`'s text,
+// JSON and Markdown, grouped by service ("ns/name:port", named on the witnesses' paths:
+// iptables rule comments, nft chain names and element comments), and the pieces
+// `kpc verify` reuses for iptables and nft alike.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "verifier/symbolic/compare.h"
+#include "verifier/sem/compare.h"
 
-namespace kpc::verifier::symbolic {
+namespace kpc::verifier::sem {
 
 /// The one JSON shape of a probability in every kpc document (docs/schemas.md, schemas/output/
 /// common.schema.json#/$defs/probability): {"percent": 33.3333 (rounded to 4 decimals, for
@@ -52,4 +53,4 @@ std::string diff_markdown(const CompareResult& r, const ReportOptions& o = {});
 /// The differences grouped by the first service each is filed under, in order of appearance.
 std::vector<std::pair<std::string, std::vector<const Difference*>>> differences_by_service(const CompareResult& r);
 
-}  // namespace kpc::verifier::symbolic
+}  // namespace kpc::verifier::sem
