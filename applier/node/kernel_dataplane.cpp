@@ -1,6 +1,11 @@
 #include "applier/node/kernel_dataplane.h"
 
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
 #include "applier/node/nft_library.h"
+#include "applier/node/nft_netlink.h"
 #include "applier/node/process.h"
 #include "verifier/trace/tracer.h"
 
@@ -100,8 +105,43 @@ DataplaneResult KernelDataplane::apply(BackendKind kind, IPFamily family, const 
       return DataplaneResult::failure(r.err.empty() ? argv[0] + " exited with " + std::to_string(r.exit_code) : r.err);
     return {};
   }
+  if (t_.apply_with == ApplyWith::InProcess) return apply_nft_in_process(program);
   auto r = run_nft(t_, {"-f", "-"}, program);
   if (r.exit_code != 0) return DataplaneResult::failure(r.err.empty() ? "nft failed" : r.err);
+  return {};
+}
+
+void KernelDataplane::log(const std::string& line) const {
+  if (t_.log) return t_.log(line);
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+// The netlink batch first. What it does not cover goes to libnftables as before. What the
+// kernel refuses (atomically: nothing changed) goes to libnftables too, so that the error
+// reported is nft's own, byte for byte; if libnftables then applies it, the encoder wrote
+// something nft would not have -- a bug, logged and counted, and the change is applied anyway.
+DataplaneResult KernelDataplane::apply_nft_in_process(const std::string& program) {
+  NetlinkApplyResult n = nft_netlink_apply(program);
+  if (n.outcome == NetlinkOutcome::Applied) {
+    ++counts_.netlink_applied;
+    return {};
+  }
+  if (n.outcome == NetlinkOutcome::Unsupported) {
+    ++counts_.unsupported;
+    log(nlohmann::json{{"msg", "nft netlink batch not used"}, {"why", n.detail}, {"fallback", "libnftables"}}.dump());
+  } else {
+    ++counts_.refused;
+  }
+  NftLibResult l = nft_lib_apply(program);
+  if (n.outcome == NetlinkOutcome::Refused && l.exit_code == 0) {
+    ++counts_.encoder_bugs;
+    log(nlohmann::json{{"msg", "nft netlink encoder bug"},
+                       {"detail", "the kernel refused the batch, libnftables applied the same program"},
+                       {"kernel_error", n.detail}}
+            .dump());
+  }
+  if (l.exit_code != 0) return DataplaneResult::failure(l.err.empty() ? "nft failed" : l.err);
   return {};
 }
 

@@ -2,12 +2,16 @@
 //  iptables: `iptables-restore --noflush -w` (stdin), `iptables-save`, `iptables -w -C/-I`
 //            for the jump rules; legacy or nft flavour (--iptables=legacy|nft|auto).
 //  nftables: `nft -f -`, `nft list table ip|ip6 kube-proxy`; or, with ApplyWith::InProcess,
-//            the same text through libnftables (nft_library.h), with no fork/exec.
+//            applies as a netlink batch built in-process (nft_netlink.h: no fork/exec and no
+//            cache fetch), falling back to libnftables (nft_library.h) for what that encoder
+//            does not cover and for nft's error text; reads through libnftables.
 //  iptables is applied with the tools either way: see docs/applier.md "In-process apply" for
 //  the measurement that decided against libiptc.
 // Programs only ever name kube-proxy's chains and tables, so foreign rules are untouched.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -38,9 +42,20 @@ struct KernelTools {
   std::string nft = "nft";
   /// xtables lock wait: `-w` (kube-proxy waits, 5 s by default with -W).
   bool wait = true;
-  /// nftables reads and applies through libnftables instead of the `nft` binary (which is
-  /// then not run at all, so `nft` above is ignored).
+  /// nftables applies as netlink batches (and libnftables), reads through libnftables, instead
+  /// of the `nft` binary (which is then not run at all, so `nft` above is ignored).
   ApplyWith apply_with = ApplyWith::Tools;
+  /// Where a fallback from the netlink batch to libnftables is logged (a JSON line); unset:
+  /// stderr, as kpc-applier logs.
+  std::function<void(const std::string&)> log;
+};
+
+/// How in-process nftables applies went (ApplyWith::InProcess).
+struct InProcessCounts {
+  std::atomic<size_t> netlink_applied{0};
+  std::atomic<size_t> unsupported{0};      ///< handed to libnftables (outside the encoder's vocabulary)
+  std::atomic<size_t> refused{0};          ///< the kernel refused the batch (then libnftables, for nft's error)
+  std::atomic<size_t> encoder_bugs{0};     ///< refused as a batch, yet libnftables applied it
 };
 
 /// The binary of a flavour and family: tool is "restore", "save" or "" (iptables itself).
@@ -55,9 +70,13 @@ class KernelDataplane final : public Dataplane {
   DataplaneResult ensure_jumps(IPFamily family, const ChainSet& targets, size_t* inserted) override;
   /// `nfacct get NAME` || `nfacct add NAME`.
   DataplaneResult ensure_nfacct(const std::vector<std::string>& names) override;
+  const InProcessCounts& in_process_counts() const { return counts_; }
 
  private:
+  DataplaneResult apply_nft_in_process(const std::string& program);
+  void log(const std::string& line) const;
   KernelTools t_;
+  InProcessCounts counts_;
 };
 
 /// Splits a rule's arguments as a shell would for iptables (double quotes group; no
