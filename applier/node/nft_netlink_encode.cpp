@@ -33,7 +33,7 @@ namespace kpc::applier::nftnl {
 namespace {
 
 // nft's datatype ids (src/datatype.h, enum datatypes) and byte orders (enum byteorder).
-constexpr uint32_t kTypeVerdict = 1, kTypeInteger = 4, kTypeIpv4 = 7, kTypeIpv6 = 8, kTypeProto = 12, kTypeService = 13;
+constexpr uint32_t kTypeInteger = 4, kTypeIpv4 = 7, kTypeIpv6 = 8, kTypeProto = 12, kTypeService = 13;
 constexpr uint32_t kHostOrder = 1, kBigEndian = 2;
 // nft's expression types as written in set userdata (enum expr_types).
 constexpr uint32_t kExprVerdict = 1, kExprPayload = 7, kExprConcat = 13;

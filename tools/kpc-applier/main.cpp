@@ -116,7 +116,8 @@ int main(int argc, char** argv) {
   app.add_option("--ip6tables-restore", ip6t_restore, "the IPv6 restore binary (default: the flavour's)");
   app.add_option("--nft", nft_bin, "the nft binary");
   app.add_option("--apply-with", apply_with, "tools: iptables-restore and nft, as kube-proxy runs them; in-process: "
-                 "nftables through libnftables, the nft tool's own library (iptables stays with the tools)")
+                 "nftables as netlink batches built in-process (no nft cache fetch), libnftables for what "
+                 "the encoder does not cover, for nft's error text and for reads (iptables stays with the tools)")
       ->check(CLI::IsMember({"tools", "in-process"}))->capture_default_str();
   app.add_option("--family", family, "IP families to program: ipv4, ipv6, both (those the node has addresses of)")
       ->check(CLI::IsMember({"ipv4", "ipv6", "both"}));
@@ -226,7 +227,7 @@ int main(int argc, char** argv) {
   }
   if (tools.apply_with == ApplyWith::InProcess)
     // What "in-process" covers: nftables only (docs/applier.md "In-process apply": libiptc does not pay).
-    log_line(nlohmann::json{{"msg", "apply with"}, {"nftables", "libnftables (in-process)"},
+    log_line(nlohmann::json{{"msg", "apply with"}, {"nftables", "netlink batches (in-process; libnftables for the rest)"},
                             {"iptables", "the tools (iptables-restore)"}}.dump());
   // The periodic drift check runs on a thread of its own (slow at 10,000 Services: a kernel
   // read and a full compile); syncs are not delayed by it (sync_loop.h, drift_thread).
