@@ -72,7 +72,7 @@ struct GetSetState {
 // batch). An error (ENOENT: no such table or set) gives nullopt.
 std::optional<nftnl::SetInfo> get_set(const Socket& s, uint8_t family, const std::string& table, const std::string& name,
                                        uint32_t seq) {
-  char buf[MNL_SOCKET_BUFFER_SIZE];
+  alignas(nlmsghdr) char buf[MNL_SOCKET_BUFFER_SIZE];
   nlmsghdr* nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETSET, family, NLM_F_ACK, seq);
   std::unique_ptr<nftnl_set, void (*)(const nftnl_set*)> q(nftnl_set_alloc(), nftnl_set_free);
   nftnl_set_set_str(q.get(), NFTNL_SET_TABLE, table.c_str());
@@ -86,7 +86,8 @@ std::optional<nftnl::SetInfo> get_set(const Socket& s, uint8_t family, const std
       if (errno == EINTR) continue;
       return std::nullopt;
     }
-    for (auto* m = reinterpret_cast<nlmsghdr*>(buf); mnl_nlmsg_ok(m, static_cast<int>(n)); m = mnl_nlmsg_next(m, reinterpret_cast<int*>(&n))) {
+    int len = static_cast<int>(n);
+    for (auto* m = reinterpret_cast<nlmsghdr*>(buf); mnl_nlmsg_ok(m, len); m = mnl_nlmsg_next(m, &len)) {
       if (m->nlmsg_seq != seq) continue;
       if (m->nlmsg_type == NLMSG_ERROR) {
         st.error = -static_cast<const nlmsgerr*>(mnl_nlmsg_get_payload(m))->error;
