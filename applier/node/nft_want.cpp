@@ -220,6 +220,15 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone, 
   for (size_t i = 0; i < next.lines.size(); ++i)
     if (next.line_obj[i] != UINT32_MAX && dirty[next.line_obj[i]]) script.append(next.lines[i]).push_back('\n');
   *redone = static_cast<size_t>(std::count(dirty.begin(), dirty.end(), 1));
+  for (size_t i = 0; i < next.objs.size(); ++i)
+    if (dirty[i]) {
+      const Obj& n = next.objs[i];
+      (n.kind == 'c' ? u->redone_chains : u->redone_sets).emplace_back(n.kind == 'e' ? n.set : n.name);
+    }
+  for (const Obj& o : prev_.objs) {
+    if (!o.present || next.find(o.kind, o.name)) continue;
+    (o.kind == 'c' ? u->redone_chains : u->redone_sets).emplace_back(o.kind == 'e' ? o.set : o.name);
+  }
   auto t0 = std::chrono::steady_clock::now();
   if (!script.empty()) {
     auto r = vn::apply_script(state_, script, "want.nft");

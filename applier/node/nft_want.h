@@ -46,6 +46,8 @@ class NftWant {
     std::string why_whole;      ///< why the object path was not taken (empty: it was, or first use)
     size_t objects = 0;         ///< objects in the text
     size_t objects_redone = 0;  ///< objects whose block changed (incremental path)
+    /// Incremental path: the chains and sets redone (an element's set; an object gone counts).
+    std::vector<std::string> redone_chains, redone_sets;
     verifier::nft::ApplyResult apply;  ///< the whole apply's result when it failed
     double parse_ms = 0, apply_ms = 0, check_ms = 0;  ///< the split of the text; the model; the check
   };

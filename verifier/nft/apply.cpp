@@ -162,6 +162,12 @@ std::shared_ptr<TableIndex> clone(const TableIndex& ix) { return std::make_share
 std::shared_ptr<SetIndex> clone(const SetIndex& ix) { return std::make_shared<SetIndex>(ix); }
 }  // namespace detail
 
+int chain_references(const Table& t, std::string_view name) {
+  const auto& m = detail::table_index(t).chain_use;
+  auto it = m.find(name);
+  return it == m.end() ? 0 : it->second;
+}
+
 void NftState::reindex() {
   for (auto& t : tables) {
     t.index.p.reset();
