@@ -85,6 +85,14 @@ static std::string kube_tables(const std::string& save) {
   return out;
 }
 
+// The compiler's parts of the full transaction as the proof's reference takes them.
+static std::vector<NftWant::Part> want_parts(const std::vector<IncrementalCompiler::NftPart>& parts) {
+  std::vector<NftWant::Part> out;
+  out.reserve(parts.size());
+  for (const auto& p : parts) out.push_back({p.id, p.version, p.text});
+  return out;
+}
+
 struct FamilyState {
   IPFamily family;
   std::unique_ptr<IncrementalCompiler> ic;
@@ -436,7 +444,7 @@ struct SyncLoop::State {
           // last proof and redone only where the text changed (NftWant: the result is the
           // whole apply's). The partial runs on the held state in place, with a copy of only
           // the chains and sets it names (NftTouched), put back if the proof fails.
-          auto ref = fs.ic->full_nft_program();
+          auto ref = fs.ic->full_nft_program_parts();
           if (!fs.held_nft || !ref) {
             rep.verdict = "cannot-prove";
             report = !fs.held_nft ? "no held state: " + read_error : "the full transaction cannot be compiled";
@@ -457,7 +465,7 @@ struct SyncLoop::State {
             if (!cleanup.empty()) a = vn::apply_script(got, cleanup, "cleanup.nft");
             auto b = a.ok ? vn::apply_script(got, program, "partial.nft") : a;
             rep.proof_ms["partial"] = lap();
-            auto wu = fs.nft_want.update(std::move(*ref));
+            auto wu = fs.nft_want.update(want_parts(*ref));
             rep.proof_ms["want"] = lap();
             rep.proof_ms["want_split"] = wu.parse_ms, rep.proof_ms["want_model"] = wu.apply_ms;
             rep.proof_ms["want_check"] = wu.check_ms;
@@ -611,9 +619,9 @@ struct SyncLoop::State {
       // (the whole transaction on the model: 2.8 s for the 10,000-Service soak's 55 MB); the proofs after it
       // redo only the objects whose commands changed.
       if (opts.mode == BackendKind::NFTables && opts.verify != VerifyMode::Off && !fs.nft_want.valid())
-        if (auto ref = fs.ic->full_nft_program()) {
+        if (auto ref = fs.ic->full_nft_program_parts()) {
           auto tw = std::chrono::steady_clock::now();
-          auto u = fs.nft_want.update(std::move(*ref));
+          auto u = fs.nft_want.update(want_parts(*ref));
           if (log)
             log(json{{"msg", "proof reference prepared"}, {"family", fam(fs.family)}, {"ok", u.ok},
                      {"objects", u.objects}, {"ms", std::round(ms_since(tw))}}.dump());
