@@ -46,7 +46,7 @@ static bool same_set(const vn::Set& a, const vn::Set& b) {
 }
 
 NftComparison compare_nft_tables(const vn::NftState& got, const vn::NftState& want, vn::Family family,
-                                 const std::string& name) {
+                                 const std::string& name, const NftScope* scope) {
   NftComparison r;
   const vn::Table* a = got.find_table(family, name);
   const vn::Table* b = want.find_table(family, name);
@@ -57,52 +57,50 @@ NftComparison compare_nft_tables(const vn::NftState& got, const vn::NftState& wa
                             (a ? "partial" : "full"));
     return r;
   }
-  // A chain only the partial's state has is stale when it is a regular chain, empty, and
-  // nothing in that state references it: the candidates first, then one pass over the rules
-  // and map elements for references to them (not a set of every referenced chain: at 10,000
-  // Services that is ~600,000 rules' targets at every proof).
-  std::unordered_set<std::string_view> unreferenced;
-  for (const auto& c : a->chains)
-    if (!c.base && c.rules.empty() && !b->find_chain(c.name)) unreferenced.insert(c.name);
-  if (!unreferenced.empty()) {
-    for (const auto& c : a->chains)
-      for (const auto& rule : c.rules)
-        for (const auto& t : rule.refs.chains) unreferenced.erase(t);
-    for (const auto& st : a->sets)
-      for (const auto& e : st.elements)
-        if (e.value) {
-          auto sp = e.value->find(' ');
-          if (sp != std::string::npos) unreferenced.erase(std::string_view(*e.value).substr(sp + 1));
-        }
-  }
-  auto is_referenced = [&](const std::string& n) { return !unreferenced.count(n); };
   // Messages by object name, in the order the text comparison gave them (sorted by name).
   std::vector<std::pair<std::string, std::string>> chains_a, chains_b, sets_a, sets_b;
   bool equivalent_only = true;
-  for (const auto& c : a->chains) {
+  // A chain only the partial's state has is stale when it is a regular chain, empty, and
+  // nothing in that state references it (the model's use count: rules and map elements).
+  auto chain_a = [&](const vn::Chain& c) {
     const vn::Chain* other = b->find_chain(c.name);
     if (!other) {
-      bool stale = !c.base && c.rules.empty() && !is_referenced(c.name);
+      bool stale = !c.base && c.rules.empty() && vn::chain_references(*a, c.name) == 0;
       chains_a.push_back({c.name, "chain " + c.name + ": only after partial" + (stale ? " (empty, unreferenced: stale)" : "")});
-      if (!stale) equivalent_only = false;
+      if (stale) r.stale_chains.push_back(c.name);
+      else equivalent_only = false;
     } else if (!same_chain(c, *other)) {
       chains_a.push_back({c.name, "chain " + c.name + ": differs"});
       equivalent_only = false;
     }
-  }
-  for (const auto& c : b->chains)
-    if (!a->find_chain(c.name)) chains_b.push_back({c.name, "chain " + c.name + ": only after full"}), equivalent_only = false;
-  for (const auto& s : a->sets) {
+  };
+  auto set_a = [&](const vn::Set& s) {
     const vn::Set* other = b->find_set(s.name);
     if (!other) sets_a.push_back({s.name, "set " + s.name + ": only after partial"}), equivalent_only = false;
     else if (!same_set(s, *other)) sets_a.push_back({s.name, "set " + s.name + ": differs"}), equivalent_only = false;
+  };
+  if (scope) {
+    for (const auto& n : scope->chains) {
+      if (const vn::Chain* c = a->find_chain(n)) chain_a(*c);
+      else if (b->find_chain(n)) chains_b.push_back({n, "chain " + n + ": only after full"}), equivalent_only = false;
+    }
+    for (const auto& n : scope->sets) {
+      if (const vn::Set* s = a->find_set(n)) set_a(*s);
+      else if (b->find_set(n)) sets_b.push_back({n, "set " + n + ": only after full"}), equivalent_only = false;
+    }
+  } else {
+    for (const auto& c : a->chains) chain_a(c);
+    for (const auto& c : b->chains)
+      if (!a->find_chain(c.name)) chains_b.push_back({c.name, "chain " + c.name + ": only after full"}), equivalent_only = false;
+    for (const auto& s : a->sets) set_a(s);
+    for (const auto& s : b->sets)
+      if (!a->find_set(s.name)) sets_b.push_back({s.name, "set " + s.name + ": only after full"}), equivalent_only = false;
   }
-  for (const auto& s : b->sets)
-    if (!a->find_set(s.name)) sets_b.push_back({s.name, "set " + s.name + ": only after full"}), equivalent_only = false;
   for (auto* v : {&chains_a, &chains_b, &sets_a, &sets_b}) {
     std::sort(v->begin(), v->end());
     for (auto& [n, m] : *v) r.differences.push_back(std::move(m));
   }
+  std::sort(r.stale_chains.begin(), r.stale_chains.end());
   if (a->flowtables.size() != b->flowtables.size()) r.differences.push_back("flowtables differ"), equivalent_only = false;
   if (r.differences.empty()) r.verdict = NftVerdict::Identical;
   else r.verdict = equivalent_only ? NftVerdict::Equivalent : NftVerdict::NotEquivalent;

@@ -23,6 +23,12 @@ class NftTouched {
   /// Puts the saved objects back (and removes the ones the scripts created).
   void restore(verifier::nft::NftState& st) const;
   size_t objects() const { return chains_.size() + sets_.size(); }
+  /// The names of the chains and sets saved (what the scripts can change).
+  template <class C, class S>
+  void for_each_name(C&& chain, S&& set) const {
+    for (const auto& c : chains_) chain(c.first);
+    for (const auto& s : sets_) set(s.first);
+  }
 
  private:
   verifier::nft::Family family_ = verifier::nft::Family::Ip;

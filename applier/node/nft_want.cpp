@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <unordered_set>
 
 namespace kpc::applier {
 
@@ -28,6 +29,8 @@ std::string_view word(std::string_view s, size_t* pos) {
   return s.substr(b, e - b);
 }
 
+int kind_slot(char k) { return k == 'c' ? 0 : k == 's' ? 1 : 2; }
+
 }  // namespace
 
 void NftWant::reset() {
@@ -35,59 +38,70 @@ void NftWant::reset() {
   state_ = vn::NftState{};
   unordered_ = false;
   valid_ = false;
-  prev_ = Parsed{};
+  pieces_.clear();
+  for (auto& ix : index_) ix.clear();
+  family_.clear(), table_.clear();
+  for (auto& n : present_) n = 0;
 }
 
-// One pass over the text: every line's object, each object's digests, presence and creating
-// line. Shapes the object path does not handle leave ok false with the reason.
-static int kind_slot(char k) { return k == 'c' ? 0 : k == 's' ? 1 : 2; }
-
-const NftWant::Obj* NftWant::Parsed::find(char kind, std::string_view name) const {
+const NftWant::Obj* NftWant::Piece::find(char kind, std::string_view name) const {
   const auto& ix = index[kind_slot(kind)];
   auto it = ix.find(name);
   return it == ix.end() ? nullptr : &objs[it->second];
 }
 
-const std::string& NftWant::text() const {
-  static const std::string kEmpty;
-  if (!valid_) return failed_text_;
-  return prev_.text ? *prev_.text : kEmpty;
+const NftWant::Where* NftWant::find(char kind, std::string_view name) const {
+  const auto& ix = index_[kind_slot(kind)];
+  auto it = ix.find(name);
+  return it == ix.end() ? nullptr : &it->second;
 }
 
-NftWant::Parsed NftWant::parse(std::string owned, bool constant_digests) {
+std::string NftWant::text() const {
+  if (!valid_) return failed_text_;
+  size_t n = 0;
+  for (const auto& p : pieces_) n += p->text.size();
+  std::string out;
+  out.reserve(n);
+  for (const auto& p : pieces_) out += p->text;
+  return out;
+}
+
+// One pass over a part: every line's object, each object's digests, presence and creating
+// line. Shapes the object path does not handle leave ok false with the reason.
+std::unique_ptr<NftWant::Piece> NftWant::split(uint64_t id, uint64_t version, std::string owned, bool constant_digests) {
   auto mix = [constant_digests](uint64_t d, std::string_view l) { return constant_digests ? 0 : kpc::applier::mix(d, l); };
-  Parsed p;
-  p.text = std::make_unique<std::string>(std::move(owned));
-  std::string_view text = *p.text;
+  auto p = std::make_unique<Piece>();
+  p->id = id, p->version = version;
+  p->text = std::move(owned);
+  std::string_view text = p->text;
   auto fail = [&](std::string why, size_t line) {
-    p.ok = false;
-    p.why = std::move(why) + " (line " + std::to_string(line + 1) + ")";
+    p->ok = false;
+    p->why = std::move(why) + " (line " + std::to_string(line + 1) + " of a part)";
     return std::move(p);
   };
-  p.lines.reserve(text.size() / 100);
+  p->lines.reserve(text.size() / 100);
   for (size_t pos = 0; pos < text.size();) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
-    p.lines.push_back(text.substr(pos, nl - pos));
+    p->lines.push_back(text.substr(pos, nl - pos));
     pos = nl + 1;
   }
-  p.line_obj.resize(p.lines.size());
-  p.next_line.assign(p.lines.size(), UINT32_MAX);
-  p.objs.reserve(p.lines.size() / 3);
-  p.index[0].reserve(p.lines.size() / 8);
+  p->line_obj.resize(p->lines.size());
+  p->next_line.assign(p->lines.size(), UINT32_MAX);
+  p->objs.reserve(p->lines.size() / 3);
+  p->index[0].reserve(p->lines.size() / 8);
   bool table_seen = false;
-  for (size_t i = 0; i < p.lines.size(); ++i) {
-    std::string_view l = p.lines[i];
+  for (size_t i = 0; i < p->lines.size(); ++i) {
+    std::string_view l = p->lines[i];
     size_t at = 0;
     std::string_view verb = word(l, &at), kind = word(l, &at), fam = word(l, &at), table = word(l, &at);
     if (verb != "add" && verb != "flush" && verb != "delete") return fail("command " + std::string(verb), i);
-    if (!table_seen) p.family = fam, p.table = table, table_seen = true;
-    if (fam != p.family || table != p.table) return fail("a second table", i);
+    if (!table_seen) p->family = std::string(fam), p->table = std::string(table), table_seen = true;
+    if (fam != p->family || table != p->table) return fail("a second table", i);
     if (kind == "table") {
       if (verb != "add") return fail(std::string(verb) + " table", i);
-      p.table_digest = mix(p.table_digest, l);
-      p.table_lines.push_back(l);
-      p.line_obj[i] = UINT32_MAX;
+      p->table_lines.push_back(l);
+      p->line_obj[i] = UINT32_MAX;
       continue;
     }
     char k;
@@ -113,19 +127,19 @@ NftWant::Parsed NftWant::parse(std::string owned, bool constant_digests) {
       return fail(std::string(kind) + " command", i);
     }
     if (name.empty()) return fail("a command without a name", i);
-    auto [it, fresh] = p.index[kind_slot(k)].try_emplace(name, static_cast<uint32_t>(p.objs.size()));
+    auto [it, fresh] = p->index[kind_slot(k)].try_emplace(name, static_cast<uint32_t>(p->objs.size()));
     if (fresh) {
-      Obj& o = p.objs.emplace_back();
+      Obj& o = p->objs.emplace_back();
       o.kind = k;
       o.name = name;
       o.set = set;
     }
-    Obj& o = p.objs[it->second];
-    p.line_obj[i] = it->second;
+    Obj& o = p->objs[it->second];
+    p->line_obj[i] = it->second;
     o.digest = mix(o.digest, l);
     ++o.lines;
     if (o.first_line == UINT32_MAX) o.first_line = static_cast<uint32_t>(i);
-    else p.next_line[o.last_line] = static_cast<uint32_t>(i);
+    else p->next_line[o.last_line] = static_cast<uint32_t>(i);
     o.last_line = static_cast<uint32_t>(i);
     if (kind == "rule") continue;
     o.head = mix(o.head, l);
@@ -134,8 +148,8 @@ NftWant::Parsed NftWant::parse(std::string owned, bool constant_digests) {
       if (o.elements_seen) return fail("a set command after one of its elements", i);
     }
     if (k == 'e') {
-      auto s = p.index[1].find(o.set);
-      if (s != p.index[1].end()) p.objs[s->second].elements_seen = true;
+      auto s = p->index[1].find(o.set);
+      if (s != p->index[1].end()) p->objs[s->second].elements_seen = true;
       o.present = verb == "add";
     } else if (verb == "add" && !o.present) {
       o.present = true, o.created = static_cast<int64_t>(i);
@@ -143,11 +157,16 @@ NftWant::Parsed NftWant::parse(std::string owned, bool constant_digests) {
       o.present = false, o.created = -1;
     }
   }
-  p.ok = true;
+  for (const Obj& o : p->objs) {
+    if (o.present) ++p->present[kind_slot(o.kind)];
+    if (o.kind == 'e' && std::find(p->element_sets.begin(), p->element_sets.end(), o.set) == p->element_sets.end())
+      p->element_sets.push_back(o.set);
+  }
+  p->ok = true;
   return p;
 }
 
-bool NftWant::same_block(const Parsed& a, const Obj& x, const Parsed& b, const Obj& y, bool rules_too) {
+bool NftWant::same_block(const Piece& a, const Obj& x, const Piece& b, const Obj& y, bool rules_too) {
   if (rules_too ? (x.digest != y.digest || x.lines != y.lines) : x.head != y.head) return false;
   auto is_rule = [](std::string_view l) { return l.compare(0, 9, "add rule ") == 0; };
   uint32_t i = x.first_line, j = y.first_line;
@@ -162,64 +181,124 @@ bool NftWant::same_block(const Parsed& a, const Obj& x, const Parsed& b, const O
   }
 }
 
-// The object path: steps 1 and 2 on the kept state, then the creation order. False (the state
-// then unusable) with *why when it cannot be used or fails.
-bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone, Update* u) {
-  if (next.table_digest != prev_.table_digest || next.table_lines != prev_.table_lines ||
-      next.family != prev_.family || next.table != prev_.table) {
+// The index of every part's objects (and the counts); false when an object has commands in
+// two parts (the object path then cannot tell a part's objects from the others').
+void NftWant::index_all() {
+  for (auto& ix : index_) ix.clear();
+  for (auto& n : present_) n = 0;
+  for (const auto& p : pieces_) {
+    for (uint32_t i = 0; i < p->objs.size(); ++i) {
+      const Obj& o = p->objs[i];
+      index_[kind_slot(o.kind)].emplace(o.name, Where{p.get(), i});
+    }
+    for (int k = 0; k < 3; ++k) present_[k] += p->present[k];
+  }
+}
+
+// The object path: steps 1 and 2 on the kept state. False (the state then unusable) with
+// *why when it cannot be used or fails. `next` holds the unchanged parts (moved from pieces_,
+// which keeps the changed and removed ones) and the parts split this time.
+bool NftWant::incremental(std::vector<std::unique_ptr<Piece>>& next, const std::vector<const Piece*>& fresh,
+                          std::string* why, Update* u) {
+  std::unordered_set<const Piece*> old_changed;
+  for (const auto& p : pieces_)
+    if (p) old_changed.insert(p.get());
+  for (const Piece* p : fresh)
+    if (!p->family.empty() && (p->family != family_ || p->table != table_)) {
+      *why = "the table changed";
+      return false;
+    }
+  // The table's commands: those of the parts that went must be those of the parts that came.
+  std::vector<std::string_view> table_before, table_after;
+  for (const auto& p : pieces_)
+    if (p) table_before.insert(table_before.end(), p->table_lines.begin(), p->table_lines.end());
+  for (const Piece* p : fresh) table_after.insert(table_after.end(), p->table_lines.begin(), p->table_lines.end());
+  if (table_before != table_after) {
     *why = "the table commands changed";
     return false;
   }
-  const std::string prefix = next.family + " " + next.table + " ";
-  std::string flushes, element_deletes, set_deletes, chain_deletes;
-  std::vector<char> dirty(next.objs.size(), 0);
-  std::unordered_map<std::string_view, bool> sets_redone;  ///< set name -> its elements are redone
-  auto old_of = [&](const Obj& n) { return prev_.find(n.kind, n.name); };
+  // The new parts' objects: none may be an object of a part that stays, or of two new parts.
+  std::unordered_map<std::string_view, Where> came[3];
+  for (const Piece* p : fresh)
+    for (uint32_t i = 0; i < p->objs.size(); ++i) {
+      const Obj& o = p->objs[i];
+      const Where* w = find(o.kind, o.name);
+      if ((w && !old_changed.count(w->piece)) || !came[kind_slot(o.kind)].emplace(o.name, Where{p, i}).second) {
+        *why = "an object with commands in two parts";
+        return false;
+      }
+    }
+  auto old_of = [&](const Obj& n) -> const Where* {
+    const Where* w = find(n.kind, n.name);
+    return w && old_changed.count(w->piece) ? w : nullptr;
+  };
+  const std::string prefix = family_ + " " + table_ + " ";
+  std::string flushes, element_deletes, chain_deletes;
+  std::unordered_map<const Piece*, std::vector<char>> dirty;
+  for (const Piece* p : fresh) dirty[p].assign(p->objs.size(), 0);
   auto line = [&](std::string& out, std::string_view head, std::string_view name, std::string_view tail = {}) {
     out.append(head).append(prefix).append(name).append(tail).push_back('\n');
   };
-  auto drop_chain = [&](const Obj& o) {
-    line(flushes, "flush chain ", o.name);
-    line(chain_deletes, "delete chain ", o.name);
-  };
-  auto drop_set = [&](const Obj& o) { line(set_deletes, o.is_map ? "delete map " : "delete set ", o.name); };
-  for (size_t i = 0; i < next.objs.size(); ++i) {
-    const Obj& n = next.objs[i];
-    if (n.kind == 'e') continue;
-    const Obj* o = old_of(n);
-    if (o && same_block(prev_, *o, next, n, true)) continue;
-    dirty[i] = 1;
-    if (!o || !o->present) {
-      if (n.kind == 's') sets_redone[n.name] = true;
-      continue;
-    }
-    if (n.kind == 'c' && same_block(prev_, *o, next, n, false)) line(flushes, "flush chain ", n.name);  // only rules changed
-    else if (n.kind == 'c') drop_chain(*o);
-    else drop_set(*o), sets_redone[n.name] = true;
-  }
-  for (const Obj& o : prev_.objs) {
-    if (o.kind == 'e' || !o.present || next.find(o.kind, o.name)) continue;
-    if (o.kind == 'c') drop_chain(o);
-    else drop_set(o), sets_redone[o.name] = true;
-  }
-  for (size_t i = 0; i < next.objs.size(); ++i) {
-    const Obj& n = next.objs[i];
-    if (n.kind != 'e') continue;
-    const bool set_redone = sets_redone.count(n.set) > 0;
-    const Obj* o = old_of(n);
-    if (o && !set_redone && same_block(prev_, *o, next, n, true)) continue;
-    dirty[i] = 1;
-    if (o && o->present && !set_redone) line(element_deletes, "delete element ", n.name, " }");
-  }
-  for (const Obj& o : prev_.objs)
-    if (o.kind == 'e' && o.present && !sets_redone.count(o.set) && !next.find('e', o.name))
+  auto redone = [&](const Obj& o) { (o.kind == 'c' ? u->redone_chains : u->redone_sets).emplace_back(o.kind == 'e' ? o.set : o.name); };
+  size_t n_redone = 0;
+  std::string set_deletes;
+  std::unordered_set<std::string_view> sets_redone;  // deleted and made again: all their elements too
+  auto drop = [&](const Obj& o) {
+    if (o.kind == 'c') {
+      line(flushes, "flush chain ", o.name);
+      line(chain_deletes, "delete chain ", o.name);
+    } else if (o.kind == 's') {
+      line(set_deletes, o.is_map ? "delete map " : "delete set ", o.name);
+      sets_redone.insert(o.name);
+    } else if (!sets_redone.count(o.set)) {
       line(element_deletes, "delete element ", o.name, " }");
-
-  // Both steps in one transaction on the model (each transaction walks the whole jump graph).
+    }
+  };
+  // Chains and sets first (a set redone redoes its elements), then elements.
+  for (int pass = 0; pass < 2; ++pass)
+    for (const Piece* p : fresh)
+      for (uint32_t i = 0; i < p->objs.size(); ++i) {
+        const Obj& n = p->objs[i];
+        if ((n.kind == 'e') != (pass == 1)) continue;
+        const Where* w = old_of(n);
+        const bool set_redone = n.kind == 'e' && sets_redone.count(n.set);
+        if (w && !set_redone && same_block(*w->piece, w->o(), *p, n, true)) continue;
+        dirty[p][i] = 1, ++n_redone, redone(n);
+        if (!w || !w->o().present) {
+          if (n.kind == 's') sets_redone.insert(n.name);
+          continue;
+        }
+        const Obj& o = w->o();
+        if (n.kind == 'c' && same_block(*w->piece, o, *p, n, false)) line(flushes, "flush chain ", n.name);  // only rules changed
+        else drop(o);
+      }
+  // Objects of the parts that went that no new part has (sets, then chains and elements).
+  for (int pass = 0; pass < 2; ++pass)
+    for (const Piece* p : old_changed)
+      for (const Obj& o : p->objs) {
+        if ((o.kind == 's') != (pass == 0)) continue;
+        if (!o.present || came[kind_slot(o.kind)].count(o.name)) continue;
+        redone(o), ++n_redone;
+        drop(o);
+      }
+  // A set redone whose elements are in a part that stays: not this path.
+  if (!sets_redone.empty())
+    for (const auto& p : next) {
+      if (old_changed.count(p.get()) || std::find(fresh.begin(), fresh.end(), p.get()) != fresh.end()) continue;
+      for (std::string_view s : p->element_sets)
+        if (sets_redone.count(s)) {
+          *why = "a set or map redone whose elements are in another part";
+          return false;
+        }
+    }
   std::string script = flushes + element_deletes + set_deletes + chain_deletes;
-  for (size_t i = 0; i < next.lines.size(); ++i)
-    if (next.line_obj[i] != UINT32_MAX && dirty[next.line_obj[i]]) script.append(next.lines[i]).push_back('\n');
-  *redone = static_cast<size_t>(std::count(dirty.begin(), dirty.end(), 1));
+  for (const Piece* p : fresh) {
+    auto d = dirty.find(p);
+    if (d == dirty.end()) continue;
+    for (size_t i = 0; i < p->lines.size(); ++i)
+      if (p->line_obj[i] != UINT32_MAX && d->second[p->line_obj[i]]) script.append(p->lines[i]).push_back('\n');
+  }
+  u->objects_redone = n_redone;
   auto t0 = std::chrono::steady_clock::now();
   if (!script.empty()) {
     auto r = vn::apply_script(state_, script, "want.nft");
@@ -228,9 +307,23 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone, 
       *why = "the objects' transaction: " + (r.error ? r.error->to_string() : std::string("failed"));
       return false;
     }
+    unordered_ = true;  // created chains or sets went to the end (state() sorts)
+  }
+  // The index and counts: the parts that went out, the new ones in.
+  for (const Piece* p : old_changed) {
+    for (const Obj& o : p->objs) {
+      auto& ix = index_[kind_slot(o.kind)];
+      auto it = ix.find(o.name);
+      if (it != ix.end() && it->second.piece == p) ix.erase(it);
+    }
+    for (int k = 0; k < 3; ++k) present_[k] -= p->present[k];
+  }
+  for (const Piece* p : fresh) {
+    for (uint32_t i = 0; i < p->objs.size(); ++i) index_[kind_slot(p->objs[i].kind)].emplace(p->objs[i].name, Where{p, i});
+    for (int k = 0; k < 3; ++k) present_[k] += p->present[k];
   }
   t0 = std::chrono::steady_clock::now();
-  const bool held_right = check(next);
+  const bool held_right = check();
   u->check_ms = ms_since(t0);
   if (!held_right) {
     *why = "the objects held differ from the text's";
@@ -239,56 +332,42 @@ bool NftWant::incremental(const Parsed& next, std::string* why, size_t* redone, 
   return true;
 }
 
-static int64_t created_at(const NftWant::Obj* o) { return !o || !o->present ? -1 : o->created; }
-
-// A cheap check that the kept state holds exactly the text's objects: the same chain and set
-// names, as many elements. Whether they are in creation order is noted (state() sorts).
-bool NftWant::check(const Parsed& next) {
-  auto fam = vn::family_from_name(next.family);
-  const vn::Table* t = fam ? state_.find_table(*fam, next.table) : nullptr;
+// A cheap check that the kept state holds as many chains, sets and elements as the text.
+bool NftWant::check() const {
+  auto fam = vn::family_from_name(family_);
+  const vn::Table* t = fam ? state_.find_table(*fam, table_) : nullptr;
   if (!t) return false;
-  size_t chains = 0, sets = 0, elements = 0;
-  for (const Obj& o : next.objs)
-    if (o.present) (o.kind == 'c' ? chains : o.kind == 's' ? sets : elements) += 1;
   size_t held_elements = 0;
   for (const auto& s : t->sets) held_elements += s.elements.size();
-  if (t->chains.size() != chains || t->sets.size() != sets || held_elements != elements) return false;
-  int64_t last = -1;
-  for (const auto& c : t->chains) {
-    int64_t at = created_at(next.find('c', c.name));
-    if (at < 0) return false;
-    if (at < last) unordered_ = true;
-    last = at;
-  }
-  last = -1;
-  for (const auto& st : t->sets) {
-    int64_t at = created_at(next.find('s', st.name));
-    if (at < 0) return false;
-    if (at < last) unordered_ = true;
-    last = at;
-  }
-  return true;
+  return t->chains.size() == present_[0] && t->sets.size() == present_[1] && held_elements == present_[2];
 }
 
-// Chains and sets in the order a whole apply creates them (the last text's creating lines).
-bool NftWant::reorder(const Parsed& next) {
-  auto fam = vn::family_from_name(next.family);
-  vn::Table* t = fam ? state_.find_table(*fam, next.table) : nullptr;
+// Chains and sets in the order a whole apply creates them (the parts' creating lines).
+bool NftWant::reorder() {
+  auto fam = vn::family_from_name(family_);
+  vn::Table* t = fam ? state_.find_table(*fam, table_) : nullptr;
   if (!t) return false;
-  auto created = [&](char k, const std::string& name) { return created_at(next.find(k, name)); };
-  bool moved = false;
   if (test_skip_reorder) return true;
+  std::unordered_map<const Piece*, int64_t> base;
+  int64_t at = 0;
+  for (const auto& p : pieces_) base[p.get()] = at, at += static_cast<int64_t>(p->lines.size());
+  auto created = [&](char k, const std::string& name) -> int64_t {
+    const Where* w = find(k, name);
+    if (!w || !w->o().present || w->o().created < 0) return -1;
+    return base[w->piece] + w->o().created;
+  };
+  bool moved = false;
   auto order = [&](auto& v, char k) {
-    std::vector<std::pair<int64_t, size_t>> at(v.size());
+    std::vector<std::pair<int64_t, size_t>> pos(v.size());
     for (size_t i = 0; i < v.size(); ++i) {
-      at[i] = {created(k, v[i].name), i};
-      if (at[i].first < 0) return false;
+      pos[i] = {created(k, v[i].name), i};
+      if (pos[i].first < 0) return false;
     }
-    if (std::is_sorted(at.begin(), at.end())) return true;
-    std::sort(at.begin(), at.end());
+    if (std::is_sorted(pos.begin(), pos.end())) return true;
+    std::sort(pos.begin(), pos.end());
     std::remove_reference_t<decltype(v)> sorted;
     sorted.reserve(v.size());
-    for (const auto& [c, i] : at) sorted.push_back(std::move(v[i]));
+    for (const auto& [c, i] : pos) sorted.push_back(std::move(v[i]));
     v = std::move(sorted);
     moved = true;
     return true;
@@ -300,43 +379,99 @@ bool NftWant::reorder(const Parsed& next) {
 
 const vn::NftState& NftWant::state() {
   if (unordered_ && valid_) {
-    reorder(prev_);
+    reorder();
     unordered_ = false;
   }
   return state_;
 }
 
+// The whole text applied to an empty state; the parts kept for the next update.
+bool NftWant::whole(std::vector<std::unique_ptr<Piece>> next, Update* u) {
+  size_t n = 0;
+  for (const auto& p : next) n += p->text.size();
+  std::string text;
+  text.reserve(n);
+  for (const auto& p : next) text += p->text;
+  state_ = vn::NftState{};
+  unordered_ = false;
+  u->apply = vn::apply_script(state_, text, "full.nft");
+  if (!u->apply.ok) {
+    reset();
+    failed_text_ = std::move(text);
+    return false;
+  }
+  pieces_ = std::move(next);
+  family_.clear(), table_.clear();
+  for (const auto& p : pieces_)
+    if (!p->family.empty()) {
+      family_ = p->family, table_ = p->table;
+      break;
+    }
+  index_all();
+  return true;
+}
+
 NftWant::Update NftWant::update(std::string owned) {
   Update u;
   auto t0 = std::chrono::steady_clock::now();
-  Parsed next = parse(std::move(owned), test_constant_digests);
+  std::vector<std::unique_ptr<Piece>> next;
+  next.push_back(split(0, 0, std::move(owned), test_constant_digests));
+  u.parts_read = 1;
   u.parse_ms = ms_since(t0);
-  std::string_view full_text = *next.text;
-  u.objects = next.objs.size();
-  bool done = false;
-  if (!valid_ || !prev_.ok) {
-    u.why_whole = valid_ ? "the last text was not split: " + prev_.why : "first use";
-  } else if (!next.ok) {
-    u.why_whole = "the text is not split: " + next.why;
-  } else if (incremental(next, &u.why_whole, &u.objects_redone, &u)) {
-    done = u.incremental = true;
+  u.objects = next[0]->objs.size();
+  std::string why = valid_ ? "" : "first use";
+  // One part that is always new: every object is compared with the last text's.
+  bool done = valid_ && next[0]->ok && incremental(next, {next[0].get()}, &why, &u);
+  if (valid_ && !next[0]->ok) why = "the text is not split: " + next[0]->why;
+  u.why_whole = done ? "" : why;
+  if (done) {
+    pieces_ = std::move(next);
+    u.ok = u.incremental = true;
+    failed_text_.clear();
+    return u;
   }
-  if (!done) {
-    state_ = vn::NftState{};
-    unordered_ = false;
-    u.apply = vn::apply_script(state_, full_text, "full.nft");
-    if (!u.apply.ok) {
-      std::string t = std::move(*next.text);
-      reset();
-      failed_text_ = std::move(t);
-      return u;
+  u.redone_chains.clear(), u.redone_sets.clear(), u.objects_redone = 0;
+  u.ok = valid_ = whole(std::move(next), &u);
+  if (u.ok) failed_text_.clear();
+  return u;
+}
+
+NftWant::Update NftWant::update(const std::vector<Part>& parts) {
+  Update u;
+  auto t0 = std::chrono::steady_clock::now();
+  std::unordered_map<uint64_t, size_t> old_by_id;
+  for (size_t i = 0; i < pieces_.size(); ++i) old_by_id[pieces_[i]->id] = i;
+  std::vector<std::unique_ptr<Piece>> next;
+  next.reserve(parts.size());
+  std::vector<const Piece*> fresh;
+  bool split_ok = true;
+  std::string why;
+  for (const Part& part : parts) {
+    auto it = valid_ && part.version != 0 ? old_by_id.find(part.id) : old_by_id.end();
+    if (it != old_by_id.end() && pieces_[it->second] && pieces_[it->second]->version == part.version) {
+      next.push_back(std::move(pieces_[it->second]));  // unchanged: kept as it is
+      continue;
     }
+    auto p = split(part.id, part.version, std::string(part.text), test_constant_digests);
+    if (!p->ok && split_ok) split_ok = false, why = "the text is not split: " + p->why;
+    fresh.push_back(p.get());
+    next.push_back(std::move(p));
+    ++u.parts_read;
   }
-  u.ok = valid_ = true;
-  failed_text_.clear();
-  // lines and next_line stay: the next update compares its blocks with these line by line.
-  next.line_obj.clear(), next.line_obj.shrink_to_fit();
-  prev_ = std::move(next);
+  u.parse_ms = ms_since(t0);
+  for (const auto& p : next) u.objects += p->objs.size();
+  if (!valid_) why = "first use";
+  bool done = valid_ && split_ok && incremental(next, fresh, &why, &u);
+  u.why_whole = done ? "" : why;
+  if (done) {
+    pieces_ = std::move(next);
+    u.ok = u.incremental = true;
+    failed_text_.clear();
+    return u;
+  }
+  u.redone_chains.clear(), u.redone_sets.clear(), u.objects_redone = 0;
+  u.ok = valid_ = whole(std::move(next), &u);
+  if (u.ok) failed_text_.clear();
   return u;
 }
 

@@ -85,6 +85,14 @@ static std::string kube_tables(const std::string& save) {
   return out;
 }
 
+// The compiler's parts of the full transaction as the proof's reference takes them.
+static std::vector<NftWant::Part> want_parts(const std::vector<IncrementalCompiler::NftPart>& parts) {
+  std::vector<NftWant::Part> out;
+  out.reserve(parts.size());
+  for (const auto& p : parts) out.push_back({p.id, p.version, p.text});
+  return out;
+}
+
 struct FamilyState {
   IPFamily family;
   std::unique_ptr<IncrementalCompiler> ic;
@@ -102,6 +110,14 @@ struct FamilyState {
   /// repair, and since then only partials proven "identical"): the drift check may then
   /// compare the kernel with it chain by chain (drift_digest_clean) before anything heavier.
   bool held_proven = false;
+  /// nftables: the last sync applied a proven partial in place, and since then nothing else
+  /// changed the held state or the reference state: the two differ at most in the stale
+  /// chains nft_stale, so the next proof compares only what the partial and the reference's
+  /// update change (and those chains): NftScope. Consumed by the next sync (each sync starts
+  /// by clearing it), cleared by a drift commit.
+  bool nft_scope_valid = false;
+  std::vector<std::string> nft_stale;
+  uint64_t nft_scoped_proofs = 0;
   ChainSet jump_targets;  ///< chains the last full iptables program declared
   uint64_t partials = 0;
   // The drift check on its own thread (LoopOptions::drift_thread).
@@ -317,6 +333,10 @@ struct SyncLoop::State {
   FamilyReport sync_family(FamilyState& fs, int64_t now) {
     FamilyReport rep;
     rep.family = fs.family;
+    const bool scope_valid = std::exchange(fs.nft_scope_valid, false);
+    std::vector<std::string> stale_before = std::move(fs.nft_stale);
+    fs.nft_stale.clear();
+    std::vector<std::string> stale_after;
     bool full = !fs.synced || fs.needs_full || now - fs.last_full_ms >= opts.full_sync_period_ms;
     std::string full_reason = !fs.synced      ? "first sync"
                               : fs.needs_full ? (fs.needs_full_reason.empty() ? "the last sync failed" : fs.needs_full_reason)
@@ -424,7 +444,7 @@ struct SyncLoop::State {
           // last proof and redone only where the text changed (NftWant: the result is the
           // whole apply's). The partial runs on the held state in place, with a copy of only
           // the chains and sets it names (NftTouched), put back if the proof fails.
-          auto ref = fs.ic->full_nft_program();
+          auto ref = fs.ic->full_nft_program_parts();
           if (!fs.held_nft || !ref) {
             rep.verdict = "cannot-prove";
             report = !fs.held_nft ? "no held state: " + read_error : "the full transaction cannot be compiled";
@@ -445,7 +465,7 @@ struct SyncLoop::State {
             if (!cleanup.empty()) a = vn::apply_script(got, cleanup, "cleanup.nft");
             auto b = a.ok ? vn::apply_script(got, program, "partial.nft") : a;
             rep.proof_ms["partial"] = lap();
-            auto wu = fs.nft_want.update(std::move(*ref));
+            auto wu = fs.nft_want.update(want_parts(*ref));
             rep.proof_ms["want"] = lap();
             rep.proof_ms["want_split"] = wu.parse_ms, rep.proof_ms["want_model"] = wu.apply_ms;
             rep.proof_ms["want_check"] = wu.check_ms;
@@ -458,7 +478,37 @@ struct SyncLoop::State {
               rep.verdict = (b.not_modelled() || c.not_modelled()) ? "cannot-prove" : "fails-to-apply";
               report = (!b.ok ? "partial: " + (b.error ? b.error->to_string() : "") : "full: " + (c.error ? c.error->to_string() : ""));
             } else {
-              auto cmp = compare_nft_tables(got, fs.nft_want.state_any_order(), nf, "kube-proxy");
+              // Only what changed since the last proven partial, when nothing else changed
+              // either state (FamilyState::nft_scope_valid); every Nth such proof also compares
+              // the whole tables, and the whole comparison decides if they disagree.
+              std::optional<NftScope> scope;
+              if (scope_valid && touched && wu.incremental) {
+                scope.emplace();
+                touched->for_each_name([&](const std::string& n) { scope->chains.insert(n); },
+                                       [&](const std::string& n) { scope->sets.insert(n); });
+                scope->chains.insert(wu.redone_chains.begin(), wu.redone_chains.end());
+                scope->sets.insert(wu.redone_sets.begin(), wu.redone_sets.end());
+                scope->chains.insert(stale_before.begin(), stale_before.end());
+              }
+              auto cmp = compare_nft_tables(got, fs.nft_want.state_any_order(), nf, "kube-proxy", scope ? &*scope : nullptr);
+              rep.compare = scope ? "scoped" : "whole";
+              if (scope) {
+                ++counters.nft_scoped_compares;
+                const unsigned every = opts.nft_whole_compare_every;
+                if (every && ++fs.nft_scoped_proofs % every == 0) {
+                  auto whole = compare_nft_tables(got, fs.nft_want.state_any_order(), nf, "kube-proxy");
+                  rep.compare = "scoped+whole";
+                  if (whole.verdict != cmp.verdict || whole.differences != cmp.differences) {
+                    ++counters.nft_scope_mismatches;
+                    if (log)
+                      log(json{{"msg", "scoped comparison disagrees with the whole comparison (the whole one decides)"},
+                               {"family", fam(fs.family)}, {"scoped", nft_verdict_name(cmp.verdict)},
+                               {"whole", nft_verdict_name(whole.verdict)}}.dump());
+                    cmp = std::move(whole);
+                  }
+                }
+              }
+              stale_after = cmp.stale_chains;
               rep.verdict = nft_verdict_name(cmp.verdict);
               proven = cmp.verdict != NftVerdict::NotEquivalent;
               for (const auto& d : cmp.differences) report += d + "\n";
@@ -547,6 +597,7 @@ struct SyncLoop::State {
     }
     rep.apply_ms = ms_since(ta);
     if (!ar.ok && in_place) touched->restore(*fs.held_nft);  // the kernel rolled the partial back
+    if (ar.ok && in_place && !full) fs.nft_scope_valid = true, fs.nft_stale = std::move(stale_after);
     if (!ar.ok) {
       fs.ic->restore_failed();
       fs.needs_full = true;
@@ -568,9 +619,9 @@ struct SyncLoop::State {
       // (the whole transaction on the model: 2.8 s for the 10,000-Service soak's 55 MB); the proofs after it
       // redo only the objects whose commands changed.
       if (opts.mode == BackendKind::NFTables && opts.verify != VerifyMode::Off && !fs.nft_want.valid())
-        if (auto ref = fs.ic->full_nft_program()) {
+        if (auto ref = fs.ic->full_nft_program_parts()) {
           auto tw = std::chrono::steady_clock::now();
-          auto u = fs.nft_want.update(std::move(*ref));
+          auto u = fs.nft_want.update(want_parts(*ref));
           if (log)
             log(json{{"msg", "proof reference prepared"}, {"family", fam(fs.family)}, {"ok", u.ok},
                      {"objects", u.objects}, {"ms", std::round(ms_since(tw))}}.dump());
@@ -772,6 +823,7 @@ struct SyncLoop::State {
 
   // Called with mu held (or on the sync thread inside a sync). See SyncLoop::commit_drift.
   DriftOutcome commit_drift_locked(FamilyState& fs, const DriftJob& job, const DriftPlan& plan) {
+    fs.nft_scope_valid = false;  // a repair may change the held state
     DriftOutcome o;
     o.family = fs.family;
     o.ms = plan.ms;
@@ -874,6 +926,7 @@ struct SyncLoop::State {
       if (fr.jumps_inserted) j["jumps_inserted"] = fr.jumps_inserted;
       if (!fr.held.empty()) j["held"] = fr.held;
       if (!fr.want.empty()) j["want"] = fr.want, j["want_objects"] = fr.want_redone;
+      if (!fr.compare.empty()) j["compare"] = fr.compare;
       for (const auto& [k, v] : fr.proof_ms) j["proof_ms"][k] = std::round(v * 10) / 10;
       if (!fr.error.empty()) j["error"] = fr.error.substr(0, 2000);
       if (fr.drift_checked) j["drift_ms"] = std::round(fr.drift_ms * 100) / 100;

@@ -65,6 +65,10 @@ struct LoopOptions {
   /// A check invalidated this many times by syncs in between is redone under the loop's lock
   /// (syncs wait for it): a check is never starved by churn.
   unsigned drift_max_stale = 2;
+  /// nftables proofs after a proven partial compare only the objects that changed (nft_equiv.h
+  /// NftScope); every Nth of them also compares the whole tables (0: never), and counts a
+  /// disagreement (Counters::nft_scope_mismatches; the whole comparison then decides).
+  unsigned nft_whole_compare_every = 100;
 };
 
 /// The loop's options from a KubeProxyConfiguration: `mode` picks the back end and the
@@ -97,6 +101,8 @@ struct FamilyReport {
   /// kept fragments), "partial" (the cleanup and the partial on the held state), "want" (the
   /// reference state brought up to date), "compare".
   std::map<std::string, double> proof_ms;
+  /// nftables proofs: "whole", "scoped" (only the changed objects), "scoped+whole" (both).
+  std::string compare;
   /// iptables: rules written by this sync, and rules in kube-proxy's chains after it, by
   /// table ("nat", "filter") — kube-proxy's sync_proxy_rules_iptables_last/_total.
   std::map<std::string, size_t> rules_written, rules_total;
@@ -122,6 +128,9 @@ struct Counters {
   /// Full syncs whose held state had to be the kernel's dump (the program's state differed
   /// from it, or none could be made): the next proofs parse the full program in full.
   uint64_t held_from_dump = 0;
+  /// nftables proofs that compared only the changed objects, and those whose check against
+  /// the whole comparison disagreed (LoopOptions::nft_whole_compare_every; expected 0).
+  uint64_t nft_scoped_compares = 0, nft_scope_mismatches = 0;
 };
 
 /// A drift check published by a sync, for a checker thread: the objects the kernel must hold

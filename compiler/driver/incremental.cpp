@@ -34,6 +34,7 @@ struct IncrementalCompiler::State {
     /// nftables: this Service's operations in a fresh full transaction, printed (full_nft_program)
     std::string nft_fragment;
     bool nft_fragment_ok = false;  ///< nft_fragment is of the current ports and node
+    uint64_t nft_part_id = 0, nft_part_version = 0;  ///< full_nft_program_parts (0: none yet)
   };
 
   explicit State(Target t)
@@ -72,6 +73,10 @@ struct IncrementalCompiler::State {
   // ---- nftables: kube-proxy's memory and the kernel's table as the last syncs left them
   nftables::SyncState nft;
   int64_t nft_now = 0;
+  // ---- full_nft_program_parts: ids and versions from one counter; the setup part's text
+  uint64_t nft_part_counter = 0;
+  std::string nft_setup_text, nft_whole_text;
+  uint64_t nft_setup_version = 0;
 
   void set_service(const Key& k, std::shared_ptr<const Service> next) {
     auto it = services.find(k);
@@ -481,8 +486,9 @@ std::optional<std::string> IncrementalCompiler::full_nft_program() {
   for (auto& [k, e] : s.services) {
     if (!e.nft_fragment_ok) {
       nftables::SyncState empty;
-      e.nft_fragment = e.ports.empty() ? std::string()
-                                       : nftables::print_transaction(nftables::sync_nftables(e.ports, *s.node, fo, empty).tx);
+      std::string t = e.ports.empty() ? std::string()
+                                      : nftables::print_transaction(nftables::sync_nftables(e.ports, *s.node, fo, empty).tx);
+      if (t != e.nft_fragment) e.nft_fragment = std::move(t), e.nft_part_version = 0;  // (a new part version)
       e.nft_fragment_ok = true;
     }
     size += e.nft_fragment.size();
@@ -490,6 +496,47 @@ std::optional<std::string> IncrementalCompiler::full_nft_program() {
   text.reserve(size);
   for (const auto& [k, e] : s.services) text += e.nft_fragment;
   return text;
+}
+
+std::optional<std::vector<IncrementalCompiler::NftPart>> IncrementalCompiler::full_nft_program_parts() {
+  State& s = *s_;
+  if (!s.synced || !s.node || s.target.kind != BackendKind::NFTables) return std::nullopt;
+  nftables::SyncOptions so;
+  so.full = true;
+  so.service_cidrs = service_cidrs_of(s.host, s.target.family);
+  so.track_kernel = false;
+  std::vector<NftPart> parts;
+  if (s.nft.shared_keys != 0 || !s.nft.synced_once) {
+    auto whole = full_nft_program();
+    if (!whole) return std::nullopt;
+    s.nft_whole_text = std::move(*whole);
+    parts.push_back({++s.nft_part_counter, 0, s.nft_whole_text});
+    return parts;
+  }
+  nftables::SyncState fresh;
+  std::string setup = nftables::print_transaction(nftables::sync_nftables({}, *s.node, so, fresh).tx);
+  if (s.nft_setup_version == 0 || setup != s.nft_setup_text) {
+    s.nft_setup_text = std::move(setup);
+    s.nft_setup_version = ++s.nft_part_counter;
+  }
+  // (the setup part's id is fixed: 1 is never a counter's value for another part, as the
+  // counter has handed it out to the first setup version or a whole text)
+  parts.push_back({1, s.nft_setup_version, s.nft_setup_text});
+  nftables::SyncOptions fo = so;
+  fo.ports_only = true;
+  for (auto& [k, e] : s.services) {
+    if (!e.nft_fragment_ok) {
+      nftables::SyncState empty;
+      std::string text = e.ports.empty() ? std::string()
+                                         : nftables::print_transaction(nftables::sync_nftables(e.ports, *s.node, fo, empty).tx);
+      if (text != e.nft_fragment) e.nft_fragment = std::move(text), e.nft_part_version = 0;
+      e.nft_fragment_ok = true;
+    }
+    if (e.nft_part_id == 0) e.nft_part_id = ++s.nft_part_counter + 1;  // (never 1, the setup part's)
+    if (e.nft_part_version == 0) e.nft_part_version = ++s.nft_part_counter;
+    if (!e.nft_fragment.empty()) parts.push_back({e.nft_part_id, e.nft_part_version, e.nft_fragment});
+  }
+  return parts;
 }
 
 void IncrementalCompiler::restore_failed() {

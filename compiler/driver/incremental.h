@@ -118,6 +118,19 @@ class IncrementalCompiler {
   /// first sync or for an iptables compiler. Contract: tests/property/incremental_nft_props_test.cpp.
   std::optional<std::string> full_nft_program();
 
+  /// full_nft_program's text in the parts it is put together from, in order (their texts
+  /// concatenated are that text): setupNFTables' operations, then one part per Service. A part
+  /// keeps its id from sync to sync, and its version while its text is unchanged, so that a
+  /// caller can tell what changed without reading the rest (kpc-applier's proof reference,
+  /// applier/node/nft_want.h). When the text is not put together from fragments (two Services
+  /// ensure one element key) it is one part whose version is 0: "changed, always". The views
+  /// live until the compiler's next call. nullopt as for full_nft_program.
+  struct NftPart {
+    uint64_t id = 0, version = 0;
+    std::string_view text;
+  };
+  std::optional<std::vector<NftPart>> full_nft_program_parts();
+
  private:
   struct State;
   std::unique_ptr<State> s_;

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "applier/node/nft_want.h"
 #include "compiler/driver/compile_nftables.h"
 #include "compiler/driver/incremental.h"
 #include "compiler/proxy/change_tracker.h"
@@ -28,6 +29,7 @@
 #include "tests/support/cluster_events.h"
 #include "tests/support/snapshot_gen.h"
 #include "tests/support/test_util.h"
+#include "verifier/nft/nft.h"
 
 namespace kpc::test {
 namespace {
@@ -35,14 +37,15 @@ namespace {
 using testgen::GeneratedCluster;
 
 struct NftCounter {
-  int syncs = 0, partial = 0, subset = 0, failures = 0, cleanups = 0, full_programs = 0;
+  int syncs = 0, partial = 0, subset = 0, failures = 0, cleanups = 0, full_programs = 0, parts_read = 0, parts = 0, want_objects = 0;
   ~NftCounter() {
     if (syncs)
       std::fprintf(stderr,
                    "IncrementalNftProps: %d syncs compared with kube-proxy's every-port sync (%d partial, %d after a "
                    "failed transaction, %d with a stale-chain cleanup; %d partial syncs visited only the touched Services; "
-                   "%d full_nft_program texts equal to compile_nftables)\n",
-                   syncs, partial, failures, cleanups, subset, full_programs);
+                   "%d full_nft_program texts equal to compile_nftables, and in parts; the proof's reference from the parts: "
+                   "%d of %d parts read, %d by the object path)\n",
+                   syncs, partial, failures, cleanups, subset, full_programs, parts_read, parts, want_objects);
   }
 };
 NftCounter counter;
@@ -94,8 +97,34 @@ void check_same(const NftCompileResult& inc, const nftables::SyncResult& ref, bo
 
 // IncrementalCompiler::full_nft_program (the kept fragments assembled) against a full compile
 // of the same objects on a fresh node: the reference kpc-applier's nftables proof uses.
-void check_full_program(IncrementalCompiler& ic, const Snapshot& snap, IPFamily family, const std::string& what) {
+// And full_nft_program_parts: the same text in parts, whose unchanged ones the proof's
+// reference (applier::NftWant, fed the parts) does not read again: its state must still list
+// as the whole text applied to an empty state.
+void check_full_program(IncrementalCompiler& ic, const Snapshot& snap, IPFamily family, const std::string& what,
+                        applier::NftWant* want = nullptr) {
+  auto parts = ic.full_nft_program_parts();
+  std::string joined;
+  if (parts)
+    for (const auto& p : *parts) joined += p.text;
+  if (want && parts) {
+    std::vector<applier::NftWant::Part> wp;
+    for (const auto& p : *parts) wp.push_back({p.id, p.version, p.text});
+    auto u = want->update(wp);
+    verifier::nft::NftState whole;
+    auto w = verifier::nft::apply_script(whole, joined, "full.nft");
+    RC_ASSERT(u.ok == w.ok);
+    if (u.ok) {
+      const std::string a = verifier::nft::print_ruleset(want->state()), b = verifier::nft::print_ruleset(whole);
+      if (a != b) RC_FAIL(what + ": the reference from parts " + first_difference(a, b, "kept", "whole apply"));
+    }
+    counter.parts += static_cast<int>(parts->size());
+    counter.parts_read += static_cast<int>(u.parts_read);
+    counter.want_objects += u.incremental;
+  }
   auto assembled = ic.full_nft_program();
+  RC_ASSERT(parts.has_value() == assembled.has_value());
+  if (assembled && joined != *assembled)
+    RC_FAIL(what + ": full_nft_program_parts " + first_difference(joined, *assembled, "parts", "full_nft_program"));
   DiagSink d;
   NftOptions no;
   no.keep_state = false;
@@ -119,6 +148,7 @@ RC_GTEST_PROP(IncrementalNftProps, SameTransactionsAsVisitingEveryPort, ()) {
     IPFamily family;
     IncrementalCompiler ic;
     Reference ref;
+    applier::NftWant want;
     explicit Fam(IPFamily f) : family(f), ic(Target{BackendKind::NFTables, f}), ref{f} {}
   };
   std::vector<std::unique_ptr<Fam>> fams;
@@ -137,7 +167,7 @@ RC_GTEST_PROP(IncrementalNftProps, SameTransactionsAsVisitingEveryPort, ()) {
     RC_ASSERT(first.has_value());
     RC_ASSERT(inc->text == first->text);
     check_same(*inc, *ref, false, std::string("first sync, ") + family_name(f->family));
-    check_full_program(f->ic, *prior, f->family, "first sync");
+    check_full_program(f->ic, *prior, f->family, "first sync", &f->want);
     ++counter.syncs;
   }
 
@@ -172,7 +202,7 @@ RC_GTEST_PROP(IncrementalNftProps, SameTransactionsAsVisitingEveryPort, ()) {
       RC_ASSERT(inc.has_value() == ref.has_value());
       if (!inc) continue;
       check_same(*inc, *ref, inc->partial, "step " + std::to_string(step) + ", " + family_name(f->family));
-      check_full_program(f->ic, *next, f->family, "step " + std::to_string(step));
+      check_full_program(f->ic, *next, f->family, "step " + std::to_string(step), &f->want);
       (void)ref_full;
       ++counter.syncs;
       counter.partial += inc->partial;

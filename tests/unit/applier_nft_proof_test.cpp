@@ -151,5 +151,97 @@ TEST(ApplierNftProof, ProvenPartialsOnTheHeldStateInPlace) {
   EXPECT_NE(cmp.verdict, NftVerdict::NotEquivalent);
 }
 
+// After a proven partial the next proof compares only the objects that changed (NftScope):
+// with the whole comparison run beside every scoped one (nft_whole_compare_every = 1), both
+// must agree on every proof of a mixed sequence -- endpoint moves (stale chains carried from
+// proof to proof), Services added and deleted, syncs that change nothing, and a failed apply
+// (which ends the scope: the next proof compares whole).
+TEST(ApplierNftProof, ScopedComparisonsAgreeWithWholeOnes) {
+  FakeClock clock;
+  ModelDataplane dp;
+  LoopOptions o;
+  o.mode = BackendKind::NFTables;
+  o.families = {IPFamily::V4};
+  o.nft_whole_compare_every = 1;
+  SyncLoop loop(o, clock, dp);
+  Snapshot snap = example();
+  loop.replace_all(snap);
+  ASSERT_TRUE(loop.tick()->ok);
+  const Service* web = nullptr;
+  const EndpointSlice* web_slice = nullptr;
+  for (const auto& sv : snap.services) if (sv.meta.name == "web") web = &sv;
+  for (const auto& sl : snap.slices) if (sl.meta.name == "web-v4") web_slice = &sl;
+  ASSERT_TRUE(web && web_slice);
+  const Service web0 = *web;
+  const EndpointSlice slice0 = *web_slice;
+  std::vector<std::string> compares;
+  for (int i = 0; i < 14; ++i) {
+    switch (i % 7) {
+      case 0: case 1: case 3: {
+        EndpointSlice m = move_web(snap, "10.244.1." + std::to_string(100 + i));
+        loop.update_slice(m);
+        for (auto& sl : snap.slices) if (sl.meta.name == m.meta.name) sl = m;
+        break;
+      }
+      case 2: {  // a new Service (web-N, its own ClusterIP) with a copy of web's endpoints
+        Service sv = web0;
+        sv.meta.name = "web-" + std::to_string(i);
+        sv.cluster_ips = {*IPAddr::parse("10.96.77." + std::to_string(10 + i))};
+        EndpointSlice sl = slice0;
+        sl.meta.name = "web-" + std::to_string(i) + "-v4";
+        sl.meta.labels["kubernetes.io/service-name"] = sv.meta.name;
+        loop.update_service(sv);
+        loop.update_slice(sl);
+        break;
+      }
+      case 4: loop.delete_service(web0.meta.ns, "web-" + std::to_string(i - 2)); break;
+      case 5: dp.fail_next_applies = 1; [[fallthrough]];
+      default: {
+        EndpointSlice m = move_web(snap, "10.244.2." + std::to_string(100 + i));
+        loop.update_slice(m);
+        for (auto& sl : snap.slices) if (sl.meta.name == m.meta.name) sl = m;
+      }
+    }
+    clock.advance_ms(2000);
+    auto r = loop.tick();
+    ASSERT_TRUE(r.has_value());
+    for (const auto& f : r->families) compares.push_back(f.kind + ":" + f.compare + ":" + f.verdict);
+  }
+  std::string all;
+  for (const auto& c : compares) all += c + " ";
+  const Counters c = loop.counters();
+  EXPECT_EQ(c.nft_scope_mismatches, 0u) << all;
+  EXPECT_GE(c.nft_scoped_compares, 6u) << all;
+  EXPECT_EQ(c.verify_failures, 0u) << all;
+  // The kernel ends as the full transaction of the objects.
+  std::string kernel;
+  ASSERT_TRUE(dp.read(BackendKind::NFTables, IPFamily::V4, &kernel).ok);
+  EXPECT_NE(all.find("scoped+whole"), std::string::npos) << all;
+}
+
+// A scope names what may differ: a difference in a named chain is found, one elsewhere is
+// not looked at (the caller's invariant is that there is none).
+TEST(ApplierNftProof, AScopeComparesOnlyTheObjectsItNames) {
+  vn::NftState a, b;
+  const std::string base =
+      "add table ip kube-proxy\nadd chain ip kube-proxy x\nadd chain ip kube-proxy y\n"
+      "add set ip kube-proxy s { type ipv4_addr ; }\n";
+  ASSERT_TRUE(vn::apply_script(a, base + "add rule ip kube-proxy x drop\nadd rule ip kube-proxy y drop\n", "a").ok);
+  ASSERT_TRUE(vn::apply_script(b, base + "add rule ip kube-proxy x accept\nadd element ip kube-proxy s { 10.0.0.1 }\n", "b").ok);
+  NftScope x;
+  x.chains = {"x"};
+  auto cx = compare_nft_tables(a, b, vn::Family::Ip, "kube-proxy", &x);
+  EXPECT_EQ(cx.verdict, NftVerdict::NotEquivalent);
+  ASSERT_EQ(cx.differences.size(), 1u);
+  EXPECT_EQ(cx.differences[0], "chain x: differs");
+  NftScope none;
+  EXPECT_EQ(compare_nft_tables(a, b, vn::Family::Ip, "kube-proxy", &none).verdict, NftVerdict::Identical);
+  NftScope sets;
+  sets.sets = {"s"};
+  EXPECT_EQ(compare_nft_tables(a, b, vn::Family::Ip, "kube-proxy", &sets).differences,
+            std::vector<std::string>{"set s: differs"});
+  EXPECT_EQ(compare_nft_tables(a, b, vn::Family::Ip, "kube-proxy").differences.size(), 3u);
+}
+
 }  // namespace
 }  // namespace kpc::applier

@@ -155,9 +155,18 @@ const Table* NftState::find_table(Family f, std::string_view name) const {
   return nullptr;
 }
 namespace detail {
+TableIndex::TableIndex(const TableIndex& o)
+    : chains(o.chains), sets(o.sets), n_chains(o.n_chains), n_sets(o.n_sets), chain_use(o.chain_use),
+      set_use(o.set_use), ft_use(o.ft_use), graph(o.graph ? clone(*o.graph) : nullptr) {}
 std::shared_ptr<TableIndex> clone(const TableIndex& ix) { return std::make_shared<TableIndex>(ix); }
 std::shared_ptr<SetIndex> clone(const SetIndex& ix) { return std::make_shared<SetIndex>(ix); }
 }  // namespace detail
+
+int chain_references(const Table& t, std::string_view name) {
+  const auto& m = detail::table_index(t).chain_use;
+  auto it = m.find(name);
+  return it == m.end() ? 0 : it->second;
+}
 
 void NftState::reindex() {
   for (auto& t : tables) {
@@ -985,7 +994,7 @@ class Applier {
     ix.chains.emplace(c.name, static_cast<uint32_t>(t.chains.size()));
     t.chains.push_back(std::move(c));
     ix.n_chains = t.chains.size();
-    if (logged(t)) log(Undo::ChainAdded, tpos(t));
+    if (logged(t)) log(Undo::ChainAdded, tpos(t), static_cast<uint32_t>(t.chains.size() - 1));
   }
   void remove_chain(Table& t, Chain& c) {
     TableIndex& ix = table_index(t);
@@ -1064,7 +1073,7 @@ class Applier {
     ix.elems.emplace(std::move(key), static_cast<uint32_t>(s.elements.size()));
     s.elements.push_back(std::move(e));
     ix.n = s.elements.size();
-    if (logged(t)) log(Undo::ElementAdded, tpos(t), spos(t, s));
+    if (logged(t)) log(Undo::ElementAdded, tpos(t), spos(t, s), static_cast<uint32_t>(s.elements.size() - 1));
   }
   void remove_element(Table& t, Set& s, NameIndex::iterator it) {
     SetIndex& ix = set_index(s);
@@ -1164,6 +1173,26 @@ class Applier {
   }
 
   // Commits the batch: removed objects leave their vectors.
+  // What the batch added, per table, for the jump-graph check (null: not tracked, e.g. a table
+  // added or removed; positions of tables would not be the batch's).
+  std::optional<std::vector<GraphChanges>> graph_changes() const {
+    std::vector<GraphChanges> out(tx_.work.tables.size());
+    for (const auto& u : log_) {
+      if (u.kind == Undo::TableAdded || u.kind == Undo::TableRemoved || u.kind == Undo::TablesCleared) return std::nullopt;
+      if (u.t >= out.size()) return std::nullopt;
+      GraphChanges& c = out[u.t];
+      switch (u.kind) {
+        case Undo::RuleInserted:
+        case Undo::RuleReplaced: c.rule_chains.push_back(u.o); break;
+        case Undo::ElementAdded: c.elements.push_back({u.o, u.i}); break;
+        case Undo::ChainAdded: c.new_chains.push_back(u.o); break;
+        case Undo::ChainRemoved: c.removed_chains.push_back(u.o); break;
+        default: break;
+      }
+    }
+    return out;
+  }
+
   void commit() {
     log_.clear();
     for (auto& t : tx_.work.tables) {
@@ -1595,140 +1624,6 @@ class Applier {
   }
 };
 
-// A table's jump graph (rules and verdict maps) over its live chains, by position. (Its
-// names are views of the table's, which do not change while it is used.)
-struct JumpGraph {
-  static constexpr uint32_t kUnknown = UINT32_MAX;  // a target that is not a live chain
-  std::vector<const Chain*> chains;           // live chains, in order
-  std::vector<uint32_t> first;                // per chain: its targets are targets[first[i], first[i+1])
-  std::vector<uint32_t> targets;              // (rule order; a map's targets in element order)
-  explicit JumpGraph(const Table& t) {
-    std::unordered_map<std::string_view, uint32_t> ids;
-    ids.reserve(t.chains.size());
-    chains.reserve(t.chains.size());
-    for (const auto& ch : t.chains)
-      if (!ch.removed && ids.emplace(ch.name, static_cast<uint32_t>(chains.size())).second) chains.push_back(&ch);
-    auto id = [&](std::string_view n) -> uint32_t {
-      auto it = ids.find(n);
-      return it == ids.end() ? kUnknown : it->second;
-    };
-    std::unordered_map<std::string_view, std::vector<uint32_t>> set_targets;
-    for (const auto& st : t.sets) {
-      if (st.removed) continue;
-      std::vector<uint32_t>* out = nullptr;
-      for (const auto& e : st.elements)
-        if (!e.removed)
-          if (auto c = verdict_chain(e.value)) {
-            if (!out) out = &set_targets[st.name];
-            out->push_back(id(*c));
-          }
-    }
-    first.reserve(chains.size() + 1);
-    for (const Chain* ch : chains) {
-      first.push_back(static_cast<uint32_t>(targets.size()));
-      for (const auto& r : ch->rules) {
-        for (const auto& c : r.refs.chains) targets.push_back(id(c));
-        for (const auto& sname : r.refs.sets) {
-          auto it = set_targets.find(sname);
-          if (it != set_targets.end()) targets.insert(targets.end(), it->second.begin(), it->second.end());
-        }
-      }
-    }
-    first.push_back(static_cast<uint32_t>(targets.size()));
-  }
-};
-
-// dnat/snat/masquerade/reject in a chain a base chain of another type or hook reaches: the
-// kernel refuses it (EOPNOTSUPP) on a message kpc does not pin down. Not modelled.
-std::optional<std::string> find_misplaced(const Table& t, const JumpGraph& g) {
-  bool any = false;
-  for (const Chain* ch : g.chains)
-    for (const auto& r : ch->rules) any = any || r.refs.dnat || r.refs.snat || r.refs.masquerade || r.refs.reject;
-  if (!any) return std::nullopt;
-  (void)t;
-  const size_t n = g.chains.size();
-  std::vector<uint32_t> seen(n, UINT32_MAX);  // the base chain whose walk saw the chain
-  std::vector<uint32_t> todo;
-  for (uint32_t b = 0; b < n; ++b) {
-    const Chain& base = *g.chains[b];
-    if (!base.base) continue;
-    const std::string& h = base.hook;
-    const bool nat = base.type == "nat";
-    const bool dnat_ok = nat && (h == "prerouting" || h == "output"), snat_ok = nat && (h == "postrouting" || h == "input"),
-               masq_ok = nat && h == "postrouting",
-               reject_ok = h == "prerouting" || h == "input" || h == "forward" || h == "output";
-    todo.assign(1, b);
-    while (!todo.empty()) {
-      uint32_t v = todo.back();
-      todo.pop_back();
-      if (v == JumpGraph::kUnknown || seen[v] == b) continue;
-      seen[v] = b;
-      const Chain* ch = g.chains[v];
-      for (const auto& r : ch->rules) {
-        const RuleRefs& f = r.refs;
-        bool bad = (f.dnat && !dnat_ok) || (f.snat && !snat_ok) || (f.masquerade && !masq_ok) || (f.reject && !reject_ok);
-        if (bad)
-          return "a rule of chain " + ch->name + " (" + r.canonical + ") reached from base chain " + base.name +
-                 " (type " + base.type + " hook " + h + ")";
-      }
-      for (uint32_t i = g.first[v]; i < g.first[v + 1]; ++i) todo.push_back(g.targets[i]);
-    }
-  }
-  return std::nullopt;
-}
-
-// A cycle in a table's jump graph (rules and verdict maps): the kernel reports loops as
-// EMLINK at places kpc does not model.
-struct LoopFinder {
-  const JumpGraph& g;
-  std::vector<uint8_t> color;
-  std::vector<int> depth;
-  std::optional<uint32_t> found;
-  explicit LoopFinder(const JumpGraph& gr) : g(gr), color(gr.chains.size(), 0), depth(gr.chains.size(), 0) {}
-  // (a target that is not a live chain is a leaf: depth 0)
-  int dfs(uint32_t v) {
-    if (v == JumpGraph::kUnknown) return 0;
-    uint8_t& c = color[v];
-    if (c == 1) {
-      found = v;
-      return 0;
-    }
-    if (c == 2) return depth[v];
-    c = 1;
-    int d = 0;
-    for (uint32_t i = g.first[v]; i < g.first[v + 1]; ++i) {
-      d = std::max(d, 1 + dfs(g.targets[i]));
-      if (found) return 0;
-    }
-    color[v] = 2;
-    depth[v] = d;
-    return d;
-  }
-};
-std::optional<std::string> find_loop(const Table& t, const JumpGraph& g) {
-  LoopFinder f(g);
-  for (uint32_t i = 0; i < g.chains.size(); ++i) {
-    int d = f.dfs(i);
-    if (f.found) return "a loop through chain " + g.chains[*f.found]->name + " in table " + family_name(t.family) + " " + t.name;
-    if (g.chains[i]->base && d > 15) return "a jump depth over 16 from base chain " + g.chains[i]->name;
-  }
-  return std::nullopt;
-}
-
-// The checks after the batch: misplaced statements (every table), then loops.
-std::optional<Err> check_graphs(const NftState& s) {
-  std::vector<JumpGraph> graphs;
-  graphs.reserve(s.tables.size());
-  for (const auto& t : s.tables) graphs.emplace_back(t);
-  for (size_t i = 0; i < s.tables.size(); ++i)
-    if (auto bad = find_misplaced(s.tables[i], graphs[i]))
-      return Err{Loc{1, 1, 1}, "not modelled by kpc: " + *bad + " (the kernel refuses such statements there)", true};
-  for (size_t i = 0; i < s.tables.size(); ++i)
-    if (auto loop = find_loop(s.tables[i], graphs[i]))
-      return Err{Loc{1, 1, 1}, "not modelled by kpc: " + *loop + " (the kernel refuses loops with EMLINK)", true};
-  return std::nullopt;
-}
-
 std::string line_of(std::string_view text, int line) {
   int l = 1;
   size_t b = 0;
@@ -1861,7 +1756,15 @@ ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::stri
   for (const auto& e : a.tx_.errors)
     if (e.not_modelled) return fail_whole(e);
   if (eval_ok) {
-    if (auto bad = check_graphs(state)) return fail_whole(*bad);
+    // (only a batch with no error so far can commit, and update the graph cache)
+    const auto changes = a.graph_changes();
+    if (auto bad = check_graphs(state, changes ? &*changes : nullptr, a.tx_.errors.empty())) {
+      Err e{Loc{1, 1, 1},
+            "not modelled by kpc: " + bad->what +
+                (bad->misplaced ? " (the kernel refuses such statements there)" : " (the kernel refuses loops with EMLINK)"),
+            true};
+      return fail_whole(e);
+    }
   }
   res.warnings = std::move(a.tx_.warnings);
   if (!a.tx_.errors.empty()) {

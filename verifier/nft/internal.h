@@ -217,12 +217,20 @@ using NameIndex = std::unordered_map<std::string, uint32_t, SvHash, std::equal_t
 
 /// A table's live chains and sets by name (positions in its vectors).
 using UseMap = std::unordered_map<std::string, int, SvHash, std::equal_to<>>;
+struct GraphCache;  // graph.cpp
+std::shared_ptr<GraphCache> clone(const GraphCache& g);
 struct TableIndex {
+  TableIndex() = default;
+  TableIndex(const TableIndex& o);  ///< deep: the copy owns a copy of the graph cache
+  TableIndex& operator=(const TableIndex&) = delete;
   NameIndex chains, sets;
   size_t n_chains = 0, n_sets = 0;  ///< the vectors' sizes the index covers
   /// References held by the table's rules and map elements, by the name they reference
   /// (what the kernel's use counts say: a chain, set or flowtable in use cannot go).
   UseMap chain_use, set_use, ft_use;
+  /// What the last successful check of the jump graph knew (graph.cpp), so that the next
+  /// batch is checked from its changes only; null: check the whole table.
+  std::shared_ptr<GraphCache> graph;
 };
 /// A set's live elements by key (elem_key) -> position.
 struct SetIndex {
@@ -231,6 +239,33 @@ struct SetIndex {
 };
 /// The index key of canonical key fields.
 std::string elem_key(const std::vector<std::string>& key);
+/// A map element's verdict target ("goto X" / "jump X" -> X).
+std::optional<std::string_view> verdict_chain(const std::optional<std::string>& v);
+
+/// What one batch added to one table that can close a loop, deepen the jump graph or bring a
+/// statement under a base chain that refuses it (positions in the table's vectors during the
+/// batch, before the removed objects are compacted away).
+struct GraphChanges {
+  std::vector<uint32_t> rule_chains;                     ///< chains that got a rule (added or replaced)
+  std::vector<std::pair<uint32_t, uint32_t>> elements;   ///< (set, element) added
+  std::vector<uint32_t> new_chains, removed_chains;
+  bool any() const { return !rule_chains.empty() || !elements.empty() || !new_chains.empty(); }
+};
+/// A problem the kernel would refuse the batch for: a rule's statement under a base chain of a
+/// type or hook that refuses it (misplaced, reported first), or a loop / a jump depth over 16.
+struct GraphProblem {
+  bool misplaced = false;
+  std::string what;
+};
+/// The checks after a batch over every table of s: the first misplaced statement of any table,
+/// else the first loop or excess depth (the whole-table check's order and messages, always).
+/// changes: per table of s (same order), or null when the batch's changes were not tracked;
+/// update_cache: the batch commits if the check passes (false: a batch that fails anyway is
+/// checked in full and no cache changes). A table with a cache and tracked changes is checked
+/// from its changes only; anything the quick check cannot clear is checked in full.
+std::optional<GraphProblem> check_graphs(const NftState& s, const std::vector<GraphChanges>* changes,
+                                         bool update_cache);
+
 /// The table's / set's index, built (or rebuilt when the vectors changed size) on demand.
 TableIndex& table_index(const Table& t);
 SetIndex& set_index(const Set& s);

@@ -243,6 +243,10 @@ bool looks_like_listing(std::string_view text);
 struct PrintOptions {
   bool handles = false;  ///< as `nft -a list ruleset`
 };
+/// References to chain `name` from the table's rules (jumps, gotos, anonymous verdict maps)
+/// and map elements: the kernel's use count, which must be 0 for the chain to be deleted.
+int chain_references(const Table& t, std::string_view name);
+
 /// The state as `nft list ruleset` prints it (nft 1.0.6), byte for byte.
 std::string print_ruleset(const NftState& s, const PrintOptions& o = {});
 /// print_ruleset(a) == print_ruleset(b), without printing the objects whose printed fields
