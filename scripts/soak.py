@@ -77,6 +77,8 @@ def main():
     ap.add_argument("--iptables", default="legacy", choices=["legacy", "nft"], help="the iptables flavour")
     ap.add_argument("--proxy-mode", default="iptables", choices=["iptables", "nftables"],
                     help="KubeProxyConfiguration.mode (nftables: `nft -f -` of kube-proxy's nftables transactions)")
+    ap.add_argument("--apply-with", default="tools", choices=["tools", "in-process"],
+                    help="kpc-applier --apply-with (in-process: nftables as netlink batches)")
     ap.add_argument("--metrics-port", type=int, default=10249)
     ap.add_argument("--out", default="/tmp/kpc-soak")
     a = ap.parse_args()
@@ -84,7 +86,7 @@ def main():
     cfg = os.path.join(a.out, "config.yaml")
     open(cfg, "w").write(CONFIG % {"mode": a.proxy_mode})
     argv = [a.applier, "--watch", "-", "--config", cfg, "--iptables", a.iptables, "--family", "ipv4",
-            "--verify", a.verify, "--metrics-bind-address", "127.0.0.1:%d" % a.metrics_port,
+            "--verify", a.verify, "--apply-with", a.apply_with, "--metrics-bind-address", "127.0.0.1:%d" % a.metrics_port,
             "--healthz-bind-address", "", "--state-dir", os.path.join(a.out, "state")]
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
     syncs, drift, other = [], [], []

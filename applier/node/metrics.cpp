@@ -129,6 +129,7 @@ void ApplierMetrics::synced(const SyncReport& r, int64_t wall_ms) {
     pf.sync.observe(seconds);
     if (fr.verify_ms > 0) pf.verify.observe(fr.verify_ms / 1000.0);
     if (fr.fallback) ++pf.verify_failures;
+    if (fr.scope_mismatch) ++pf.scope_mismatches;
     if (fr.drift_repaired) ++drift_repairs_;
     if (fr.ok) {
       (fr.kind == "full" ? pf.full : pf.partial).observe(seconds);
@@ -259,6 +260,13 @@ std::string ApplierMetrics::render() const {
   kpc_header("kpc_partial_verify_duration_seconds", "Time to prove a partial sync equal to the full program", "histogram");
   for (const auto& [f, pf] : fam_)
     histogram(out, "kpc_partial_verify_duration_seconds", std::string("ip_family=\"") + family_label(f) + "\"", pf.verify);
+  kpc_header("kpc_nft_scoped_compare_mismatches_total",
+             "nftables proofs whose comparison of only the changed objects the periodic whole comparison contradicted "
+             "(expected 0; the whole comparison decided)",
+             "counter");
+  for (const auto& [f, pf] : fam_)
+    out += std::string("kpc_nft_scoped_compare_mismatches_total{ip_family=\"") + family_label(f) + "\"} " +
+           std::to_string(pf.scope_mismatches) + "\n";
   kpc_header("kpc_drift_repairs_total", "Drift repairs applied: the periodic check found the kernel differing from the last applied program (kube-proxy's part) and repaired it", "counter");
   out += "kpc_drift_repairs_total " + std::to_string(drift_repairs_) + "\n";
   return out;

@@ -68,6 +68,7 @@ class ApplierMetrics {
     double last_timestamp = 0, last_queued_timestamp = 0;
     uint64_t restore_failures = 0, partial_restore_failures = 0, nft_sync_failures = 0;
     uint64_t verify_failures = 0;
+    uint64_t scope_mismatches = 0;  ///< nftables: scoped comparisons the whole one contradicted
     std::map<std::string, size_t> rules_total, rules_last;  ///< by table
     int64_t oldest_queued_ms = -1;  ///< -1: nothing queued since the last successful sync
     int64_t last_updated_ms = 0;

@@ -500,6 +500,7 @@ struct SyncLoop::State {
                   rep.compare = "scoped+whole";
                   if (whole.verdict != cmp.verdict || whole.differences != cmp.differences) {
                     ++counters.nft_scope_mismatches;
+                    rep.scope_mismatch = true;
                     if (log)
                       log(json{{"msg", "scoped comparison disagrees with the whole comparison (the whole one decides)"},
                                {"family", fam(fs.family)}, {"scoped", nft_verdict_name(cmp.verdict)},

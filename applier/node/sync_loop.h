@@ -103,6 +103,7 @@ struct FamilyReport {
   std::map<std::string, double> proof_ms;
   /// nftables proofs: "whole", "scoped" (only the changed objects), "scoped+whole" (both).
   std::string compare;
+  bool scope_mismatch = false;  ///< "scoped+whole" and the two disagreed (the whole one decided)
   /// iptables: rules written by this sync, and rules in kube-proxy's chains after it, by
   /// table ("nat", "filter") — kube-proxy's sync_proxy_rules_iptables_last/_total.
   std::map<std::string, size_t> rules_written, rules_total;

@@ -68,6 +68,7 @@ TEST(ApplierMetrics, KubeProxysNamesLabelsAndBuckets) {
   EXPECT_TRUE(has_line(t, "kpc_partial_verify_failures_total{ip_family=\"IPv4\"} 1"));
   EXPECT_TRUE(has_line(t, "kpc_partial_verify_duration_seconds_count{ip_family=\"IPv4\"} 1"));
   EXPECT_TRUE(has_line(t, "kpc_drift_repairs_total 0"));
+  EXPECT_TRUE(has_line(t, "kpc_nft_scoped_compare_mismatches_total{ip_family=\"IPv4\"} 0"));
   // Exact bucket sets.
   EXPECT_EQ(applier::sync_duration_buckets().size(), 15u);
   EXPECT_DOUBLE_EQ(applier::sync_duration_buckets().back(), 16.384);
