@@ -411,30 +411,8 @@ bool NftWant::whole(std::vector<std::unique_ptr<Piece>> next, Update* u) {
   return true;
 }
 
-NftWant::Update NftWant::update(std::string owned) {
-  Update u;
-  auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::unique_ptr<Piece>> next;
-  next.push_back(split(0, 0, std::move(owned), test_constant_digests));
-  u.parts_read = 1;
-  u.parse_ms = ms_since(t0);
-  u.objects = next[0]->objs.size();
-  std::string why = valid_ ? "" : "first use";
-  // One part that is always new: every object is compared with the last text's.
-  bool done = valid_ && next[0]->ok && incremental(next, {next[0].get()}, &why, &u);
-  if (valid_ && !next[0]->ok) why = "the text is not split: " + next[0]->why;
-  u.why_whole = done ? "" : why;
-  if (done) {
-    pieces_ = std::move(next);
-    u.ok = u.incremental = true;
-    failed_text_.clear();
-    return u;
-  }
-  u.redone_chains.clear(), u.redone_sets.clear(), u.objects_redone = 0;
-  u.ok = valid_ = whole(std::move(next), &u);
-  if (u.ok) failed_text_.clear();
-  return u;
-}
+// (one part that is always new: every object is compared with the last text's)
+NftWant::Update NftWant::update(std::string text) { return update(std::vector<Part>{Part{0, 0, text}}); }
 
 NftWant::Update NftWant::update(const std::vector<Part>& parts) {
   Update u;

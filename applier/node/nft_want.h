@@ -62,7 +62,7 @@ class NftWant {
   };
 
   /// Makes state() the whole apply of `full_text` (a full transaction of kube-proxy's table).
-  Update update(std::string full_text);
+  Update update(std::string full_text);  ///< (one part, split in full)
   /// The same for the text made of `parts` (their texts are copied where they are read).
   Update update(const std::vector<Part>& parts);
   /// The text of the last update (also when it did not apply).

@@ -464,37 +464,13 @@ std::optional<std::string> IncrementalCompiler::full_program(const std::vector<s
 }
 
 std::optional<std::string> IncrementalCompiler::full_nft_program() {
-  State& s = *s_;
-  if (!s.synced || !s.node || s.target.kind != BackendKind::NFTables) return std::nullopt;
-  // compile_nftables' options: a full sync on a fresh node, nothing kept.
-  nftables::SyncOptions so;
-  so.full = true;
-  so.service_cidrs = service_cidrs_of(s.host, s.target.family);
-  so.track_kernel = false;
-  if (s.nft.shared_keys != 0 || !s.nft.synced_once) {
-    // A key two Services ensure: the second one's element operations depend on the first's.
-    std::vector<proxy::ServicePortInfo> ports;
-    for (const auto& [k, e] : s.services) ports.insert(ports.end(), e.ports.begin(), e.ports.end());
-    nftables::SyncState fresh;
-    return nftables::print_transaction(nftables::sync_nftables(ports, *s.node, so, fresh).tx);
-  }
-  nftables::SyncState fresh;
-  std::string text = nftables::print_transaction(nftables::sync_nftables({}, *s.node, so, fresh).tx);
-  size_t size = text.size();
-  nftables::SyncOptions fo = so;
-  fo.ports_only = true;
-  for (auto& [k, e] : s.services) {
-    if (!e.nft_fragment_ok) {
-      nftables::SyncState empty;
-      std::string t = e.ports.empty() ? std::string()
-                                      : nftables::print_transaction(nftables::sync_nftables(e.ports, *s.node, fo, empty).tx);
-      if (t != e.nft_fragment) e.nft_fragment = std::move(t), e.nft_part_version = 0;  // (a new part version)
-      e.nft_fragment_ok = true;
-    }
-    size += e.nft_fragment.size();
-  }
+  auto parts = full_nft_program_parts();
+  if (!parts) return std::nullopt;
+  size_t size = 0;
+  for (const auto& p : *parts) size += p.text.size();
+  std::string text;
   text.reserve(size);
-  for (const auto& [k, e] : s.services) text += e.nft_fragment;
+  for (const auto& p : *parts) text += p.text;
   return text;
 }
 
@@ -507,9 +483,12 @@ std::optional<std::vector<IncrementalCompiler::NftPart>> IncrementalCompiler::fu
   so.track_kernel = false;
   std::vector<NftPart> parts;
   if (s.nft.shared_keys != 0 || !s.nft.synced_once) {
-    auto whole = full_nft_program();
-    if (!whole) return std::nullopt;
-    s.nft_whole_text = std::move(*whole);
+    // A key two Services ensure: the second one's element operations depend on the first's,
+    // so every port is lowered together (one part, "changed" always).
+    std::vector<proxy::ServicePortInfo> ports;
+    for (const auto& [k, e] : s.services) ports.insert(ports.end(), e.ports.begin(), e.ports.end());
+    nftables::SyncState fresh;
+    s.nft_whole_text = nftables::print_transaction(nftables::sync_nftables(ports, *s.node, so, fresh).tx);
     parts.push_back({++s.nft_part_counter, 0, s.nft_whole_text});
     return parts;
   }

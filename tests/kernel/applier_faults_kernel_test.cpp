@@ -130,20 +130,6 @@ pid_t read_pid(const std::string& path) {
   return s.empty() ? -1 : static_cast<pid_t>(std::stol(s));
 }
 
-// Runs a function in the namespace on a thread of its own (setns is per thread; the tools the
-// dataplane spawns inherit the thread's namespace).
-template <class F>
-void in_netns(const Netns& ns, F f) {
-  std::thread t([&] {
-    int fd = open(("/var/run/netns/" + ns.name()).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
-    close(fd);
-    f();
-  });
-  t.join();
-}
-
 // (a) Another process (kube-proxy, kubelet, a firewall manager) holds the xtables lock. The
 // restore is run with `-w`, which waits for the lock (iptables finds it at $XTABLES_LOCKFILE,
 // default /run/xtables.lock; the test uses a lock file of its own so that it never blocks the

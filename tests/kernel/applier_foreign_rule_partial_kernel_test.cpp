@@ -65,18 +65,6 @@ std::string fresh_full(const Snapshot& snap) {
   return legacy_save_without_counters(b);
 }
 
-template <class F>
-void in_netns(const Netns& ns, F f) {
-  std::thread t([&] {
-    int fd = open(("/var/run/netns/" + ns.name()).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
-    close(fd);
-    f();
-  });
-  t.join();
-}
-
 TEST(ApplierFaults, ForeignRuleMakesThePartialFailThenAFullSyncConvergesAsKubeProxys) {
   if (!can_use_netns()) GTEST_SKIP() << "needs root and network namespaces";
   Netns a;

@@ -35,20 +35,6 @@ namespace {
 #define NEED_NETNS()                                          \
   if (!can_use_netns()) GTEST_SKIP() << "needs root and network namespaces"
 
-// Runs f on a thread inside the namespace: libnftables' netlink socket is opened by the
-// calling thread, so it talks to that thread's namespace.
-template <class F>
-void in_netns(const Netns& ns, F f) {
-  std::thread t([&] {
-    int fd = open(("/var/run/netns/" + ns.name()).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
-    close(fd);
-    f();
-  });
-  t.join();
-}
-
 applier::KernelTools in_process_tools() {
   applier::KernelTools t;
   t.apply_with = applier::ApplyWith::InProcess;

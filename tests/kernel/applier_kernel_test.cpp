@@ -144,20 +144,6 @@ TEST(ApplierKernel, IptablesOnceRunsConvergeAndKeepForeignRules) {
   }
 }
 
-// Runs a function in the namespace on a thread of its own (setns is per thread; the tools the
-// dataplane spawns inherit the thread's namespace).
-template <class F>
-void in_netns(const Netns& ns, F f) {
-  std::thread t([&] {
-    int fd = open(("/var/run/netns/" + ns.name()).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
-    close(fd);
-    f();
-  });
-  t.join();
-}
-
 TEST(ApplierKernel, IptablesLoopPartialSyncsProvenAndAFailingRestoreConverges) {
   NEED_NETNS();
   Netns a;

@@ -26,19 +26,6 @@ namespace {
 #define NEED_NETNS()    \
   if (!can_use_netns()) GTEST_SKIP() << "needs root and network namespaces"
 
-// f on a thread inside the namespace: the netlink socket belongs to the thread's namespace.
-template <class F>
-void in_netns(const Netns& ns, F f) {
-  std::thread t([&] {
-    int fd = open(("/var/run/netns/" + ns.name()).c_str(), O_RDONLY | O_CLOEXEC);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
-    close(fd);
-    f();
-  });
-  t.join();
-}
-
 applier::NetlinkApplyResult netlink_apply(const Netns& ns, const std::string& program) {
   applier::NetlinkApplyResult r;
   in_netns(ns, [&] { r = applier::nft_netlink_apply(program); });

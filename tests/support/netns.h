@@ -3,7 +3,13 @@
 // inside it with `ip netns exec`. Needs root (CI runs as root).
 #pragma once
 
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
+
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/test_util.h"
@@ -43,6 +49,20 @@ bool add_foreign_rules(const Netns& ns, bool nft_table, std::string* error);
 
 /// True when this process can create network namespaces (root with CAP_SYS_ADMIN).
 bool can_use_netns();
+
+/// Runs f on a thread of its own inside the namespace: setns is per thread, and what f opens
+/// there (a netlink socket, libnftables' context) or spawns (the tools) belongs to it.
+template <class F>
+void in_netns(const Netns& ns, F f) {
+  std::thread t([&] {
+    int fd = open(("/var/run/netns/" + ns.name()).c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(setns(fd, CLONE_NEWNET), 0);
+    close(fd);
+    f();
+  });
+  t.join();
+}
 
 /// The restore/save binaries of one flavour and family ("iptables-legacy-restore", ...).
 struct IptablesTools {
