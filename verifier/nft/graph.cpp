@@ -249,6 +249,10 @@ class QuickCheck {
   QuickCheck(const Table& t, const GraphCache& c, const GraphChanges& ch) : t_(t), c_(c), ch_(ch) {}
 
   bool clear() {
+    // A batch that touches a large part of the table (a full transaction on a table that holds
+    // one) is checked whole: walking its changes one by one through name look-ups costs more.
+    const size_t changes = ch_.rule_chains.size() + ch_.elements.size() + ch_.new_chains.size();
+    if (changes > std::max<size_t>(1024, t_.chains.size() / 16)) return false;
     // New base chains get the next bits.
     for (uint32_t p : ch_.new_chains) {
       if (p >= t_.chains.size()) return false;
