@@ -74,7 +74,7 @@ struct IncrementalCompiler::State {
   nftables::SyncState nft;
   int64_t nft_now = 0;
   // ---- full_nft_program_parts: ids and versions from one counter; the setup part's text
-  uint64_t nft_part_counter = 0;
+  uint64_t nft_part_counter = 1;  // (1 itself is the setup part's id)
   std::string nft_setup_text, nft_whole_text;
   uint64_t nft_setup_version = 0;
 
@@ -498,8 +498,7 @@ std::optional<std::vector<IncrementalCompiler::NftPart>> IncrementalCompiler::fu
     s.nft_setup_text = std::move(setup);
     s.nft_setup_version = ++s.nft_part_counter;
   }
-  // (the setup part's id is fixed: 1 is never a counter's value for another part, as the
-  // counter has handed it out to the first setup version or a whole text)
+  // (the setup part's id is fixed: the counter starts above it)
   parts.push_back({1, s.nft_setup_version, s.nft_setup_text});
   nftables::SyncOptions fo = so;
   fo.ports_only = true;
@@ -511,7 +510,7 @@ std::optional<std::vector<IncrementalCompiler::NftPart>> IncrementalCompiler::fu
       if (text != e.nft_fragment) e.nft_fragment = std::move(text), e.nft_part_version = 0;
       e.nft_fragment_ok = true;
     }
-    if (e.nft_part_id == 0) e.nft_part_id = ++s.nft_part_counter + 1;  // (never 1, the setup part's)
+    if (e.nft_part_id == 0) e.nft_part_id = ++s.nft_part_counter;
     if (e.nft_part_version == 0) e.nft_part_version = ++s.nft_part_counter;
     if (!e.nft_fragment.empty()) parts.push_back({e.nft_part_id, e.nft_part_version, e.nft_fragment});
   }

@@ -11,16 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/nft_gen.h"
 #include "verifier/nft/nft.h"
 
 namespace kpc::verifier::nft {
 namespace {
 
-std::string outcome(const ApplyResult& r) {
-  std::string s = r.ok ? "ok" : "failed";
-  for (const auto& e : r.errors) s += "\n" + e.render();
-  return s;
-}
+std::string outcome(const ApplyResult& r) { return test::apply_outcome(r); }
 
 constexpr int kChains = 22;
 const char* kBases[] = {

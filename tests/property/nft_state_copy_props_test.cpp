@@ -11,11 +11,7 @@
 namespace kpc::verifier::nft {
 namespace {
 
-std::string outcome(const ApplyResult& r) {
-  std::string s = r.ok ? "ok" : "failed";
-  for (const auto& e : r.errors) s += "\n" + e.render();
-  return s;
-}
+std::string outcome(const ApplyResult& r) { return test::apply_outcome(r); }
 
 RC_GTEST_PROP(NftStateCopyProps, ACopiedIndexActsAsARebuiltOne, ()) {
   test::NftGen gen(*rc::gen::arbitrary<uint64_t>());

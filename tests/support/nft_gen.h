@@ -36,6 +36,13 @@ class NftGen {
   std::string misspell(const std::string& s);
 };
 
+/// An apply's result as one comparable text: ok / failed, then every error as nft prints it.
+inline std::string apply_outcome(const verifier::nft::ApplyResult& r) {
+  std::string s = r.ok ? "ok" : "failed";
+  for (const auto& e : r.errors) s += "\n" + e.render();
+  return s;
+}
+
 /// A chain's rank in kube-proxy's jump graph (base 0 ... leaves 5): the generator only jumps
 /// to higher ranks, so that it writes no loops.
 int nft_chain_rank(const std::string& name, bool base);
