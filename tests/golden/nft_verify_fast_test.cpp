@@ -89,13 +89,13 @@ std::string describe(const vn::ApplyResult& r, const vn::NftState& s) {
 }
 
 struct Counts {
-  int cases = 0, prior_fails = 0, fails = 0, identical = 0, other = 0;
+  int cases = 0, prior_fails = 0, fails = 0, identical = 0, other = 0, split_priors = 0, split_prior_fails = 0;
   ~Counts() {
     if (cases)
       std::fprintf(stderr,
                    "NftVerifyFast: %d cases compared with the sequential path (%d priors that fail, %d fails to apply, "
-                   "%d identical, %d other verdicts)\n",
-                   cases, prior_fails, fails, identical, other);
+                   "%d identical, %d other verdicts); %d priors parsed in two halves (%d of them fail)\n",
+                   cases, prior_fails, fails, identical, other, split_priors, split_prior_fails);
   }
 };
 
@@ -145,6 +145,16 @@ TEST(NftVerifyFast, SameResultsAsTheSequentialPath) {
       bool ref_ok = read_nft_state(prior, "prior.nft", &ref_prior, &ref_err);
       NftVerifyResult ref;
       if (ref_ok) ref = verify_nft(static_cast<const vn::NftState&>(ref_prior), partial, full, vo, "partial.nft", "full.nft");
+      // The prior (a transaction or a listing's table blocks, possibly mutated) parsed in two
+      // halves onto an empty node: a split inside a block falls back to the whole parse.
+      {
+        vn::NftState e1, e2;
+        auto q1 = vn::apply_script(e1, prior, "prior.nft");
+        auto q2 = vn::apply_prepared(e2, vn::prepare_script(prior, vn::ParseThreads::Two, 0), prior, "prior.nft");
+        EXPECT_EQ(describe(q1, e1), describe(q2, e2)) << where;
+        ++counts.split_priors;
+        if (!q1.ok) ++counts.split_prior_fails;
+      }
       // The fast path.
       NftVerifyResult got;
       vn::NftError got_err;
@@ -175,6 +185,21 @@ TEST(NftVerifyFast, SameResultsAsTheSequentialPath) {
         auto q1 = vn::apply_script(e1, *t, "t.nft");
         auto q2 = vn::apply_prepared(e2, vn::prepare_script(*t), *t, "t.nft");
         EXPECT_EQ(describe(q1, e1), describe(q2, e2)) << where;
+        // Parsed in two halves (split_min 0: every input is split at its middle line).
+        vn::NftState s3 = ref_prior, e3;
+        auto r3 = vn::apply_prepared(s3, vn::prepare_script(*t, vn::ParseThreads::Two, 0), *t, "t.nft");
+        EXPECT_EQ(describe(r1, s1), describe(r3, s3)) << where;
+        auto q3 = vn::apply_prepared(e3, vn::prepare_script(*t, vn::ParseThreads::Two, 0), *t, "t.nft");
+        EXPECT_EQ(describe(q1, e1), describe(q3, e3)) << where;
+        // A copy made on two threads acts as a plain copy (and leaves the original as it was).
+        vn::NftState plain = ref_prior;
+        vn::NftState two = vn::copy_on_two_threads(ref_prior);
+        auto p1 = vn::apply_script(plain, *t, "t.nft");
+        auto p2 = vn::apply_script(two, *t, "t.nft");
+        EXPECT_EQ(describe(p1, plain), describe(p2, two)) << where;
+        vn::NftState again = ref_prior;
+        auto p3 = vn::apply_script(again, *t, "t.nft");
+        EXPECT_EQ(describe(p1, plain), describe(p3, again)) << where;
       }
     }
   }
@@ -182,6 +207,8 @@ TEST(NftVerifyFast, SameResultsAsTheSequentialPath) {
   EXPECT_GT(counts.fails, 0);
   EXPECT_GT(counts.identical, 0);
   EXPECT_GT(counts.other, 0);
+  EXPECT_GT(counts.split_prior_fails, 0);
+  EXPECT_GT(counts.split_priors, counts.split_prior_fails);
 }
 
 // A default (or moved-from) prepared script parses the text itself.

@@ -67,6 +67,7 @@ void suggest(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kpc::tune_allocator_for_batch();
   CLI::App app{"kpc: compiles Kubernetes Service state into the exact dataplane programs kube-proxy writes, "
                "and verifies them.\nExit codes: 0 ok/same, 1 differences found, 2 error.",
                "kpc"};

@@ -1834,12 +1834,12 @@ PreparedScript::~PreparedScript() = default;
 PreparedScript::PreparedScript(PreparedScript&&) noexcept = default;
 PreparedScript& PreparedScript::operator=(PreparedScript&&) noexcept = default;
 
-PreparedScript prepare_script(std::string_view text) {
+PreparedScript prepare_script(std::string_view text, ParseThreads threads, size_t split_min) {
   PreparedScript p;
   p.impl_ = std::make_unique<PreparedScript::Impl>();
   std::vector<Command> parsed;
   try {
-    parsed = parse_script(text);
+    parsed = threads == ParseThreads::Two ? parse_script_split(text, split_min) : parse_script(text);
   } catch (const ParseFailure& f) {
     p.impl_->failure = f;
     return p;

@@ -26,7 +26,8 @@ struct Token {
 /// texts are views of the input.
 class Lexer {
  public:
-  explicit Lexer(std::string_view text) : text_(text) {}
+  /// first_line: the line number of text's first line (a part of a larger input).
+  explicit Lexer(std::string_view text, int first_line = 1) : text_(text), line_(first_line) {}
   Token next();  ///< the next token (End at the end, again and again); throws ParseFailure
  private:
   std::string_view text_;
@@ -190,6 +191,14 @@ struct Command {
 
 /// Parses a whole script (commands and table blocks). Throws ParseFailure.
 std::vector<Command> parse_script(std::string_view text);
+/// parse_script on two threads for a large input: split at a line break in the middle, the
+/// halves parsed side by side, the commands appended. Exact: the split is kept only when the
+/// first half parses to its end (so the break is between commands, where parsing the whole
+/// text would be too: nothing of a command carries over a line break outside braces) and
+/// the second half parses too; otherwise the whole text is parsed as parse_script does, so
+/// a failure is reported exactly as parse_script reports it.
+/// Inputs under split_min bytes are parsed whole, on this thread.
+std::vector<Command> parse_script_split(std::string_view text, size_t split_min);
 
 /// Parses a rule's statements (the n tokens of one rule, from toks) for the given family.
 ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, Family family);

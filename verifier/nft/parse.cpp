@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <exception>
+#include <iterator>
 #include <memory>
+#include <thread>
 
 #include "verifier/nft/internal.h"
 
@@ -230,7 +233,7 @@ bool valid_priority_name(std::string_view name, Family f, std::string_view hook,
 
 class Parser {
  public:
-  Parser(std::string_view src) : src_(src), lexer_(src) {}
+  explicit Parser(std::string_view src, int first_line = 1) : src_(src), lexer_(src, first_line) {}
 
   std::vector<Command> script() {
     std::vector<Command> out;
@@ -849,6 +852,40 @@ std::vector<Command> parse_script(std::string_view text) {
     }
     throw;
   }
+}
+
+std::vector<Command> parse_script_split(std::string_view text, size_t split_min) {
+  if (text.size() < split_min || text.empty()) return parse_script(text);
+  const size_t nl = text.find('\n', text.size() / 2);
+  if (nl == std::string_view::npos || nl + 1 >= text.size()) return parse_script(text);
+  const std::string_view first = text.substr(0, nl + 1), second = text.substr(nl + 1);
+  const int second_line = 1 + static_cast<int>(std::count(first.begin(), first.end(), '\n'));
+  std::vector<Command> a, b;
+  bool a_ok = false, b_ok = false;
+  std::exception_ptr side_error;  // anything but a parse failure (bad_alloc) is rethrown
+  std::thread side([&] {
+    try {
+      b = Parser(second, second_line).script();
+      b_ok = true;
+    } catch (const ParseFailure&) {
+    } catch (...) {
+      side_error = std::current_exception();
+    }
+  });
+  try {
+    a = Parser(first).script();
+    a_ok = true;
+  } catch (const ParseFailure&) {
+  } catch (...) {
+    side.join();
+    throw;
+  }
+  side.join();
+  if (side_error) std::rethrow_exception(side_error);
+  if (!a_ok || !b_ok) return parse_script(text);
+  a.reserve(a.size() + b.size());
+  std::move(b.begin(), b.end(), std::back_inserter(a));
+  return a;
 }
 
 }  // namespace detail
