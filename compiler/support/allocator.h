@@ -8,6 +8,9 @@
 
 #ifdef KPC_WITH_MIMALLOC
 #include <mimalloc.h>
+#include <unistd.h>
+
+#include <algorithm>
 #endif
 
 namespace kpc {
@@ -31,16 +34,21 @@ inline std::string allocator_line() {
 }
 
 /// For kpc's one-shot commands, before they read anything: kpc verify / diff at 10,000
-/// Services build 1.3-2.2 GB of model state in a few seconds, and a fresh page is zeroed by
-/// the kernel on first touch (a quarter to a third of those commands' time went to page
-/// faults: docs/performance.md, session 13). mimalloc's arena is reserved up front (address
-/// space only: nothing is committed until used) with transparent huge pages allowed, so the
-/// kernel faults 2 MiB at a time. Not for kpc-applier, which holds its state for days and
-/// should return what it frees. A no-op without mimalloc (sanitizer builds).
+/// Services build 1.3-2.2 GB of model state in a few seconds, and a page the kernel hands out
+/// is zeroed on first touch; by default mimalloc gives what is freed back to the kernel and
+/// faults it in again later (kpc diff across back ends at 10k: ~970,000 page faults for a 2.2 GB
+/// peak). An arena reserved up front keeps freed memory in the process for reuse (~560,000;
+/// docs/performance.md, session 13). Committed means mapped read-write, not touched: nothing
+/// counts in the resident set until used. A quarter of the machine's memory at most (a
+/// reservation the kernel refuses is skipped: mimalloc then maps as it would have). Not for
+/// kpc-applier, which runs for days and should return what it frees. A no-op without mimalloc
+/// (sanitizer builds).
 inline void tune_allocator_for_batch() {
 #ifdef KPC_WITH_MIMALLOC
-  mi_option_set(mi_option_large_os_pages, 1);
-  (void)mi_reserve_os_memory(size_t{4} << 30, /*commit=*/false, /*allow_large=*/true);
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const size_t quarter = static_cast<size_t>(pages) / 4 * static_cast<size_t>(page);
+  (void)mi_reserve_os_memory(std::min(size_t{4} << 30, quarter), /*commit=*/true, /*allow_large=*/false);
 #endif
 }
 

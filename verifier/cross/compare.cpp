@@ -158,33 +158,31 @@ CrossResult compare(const ConcreteFrontend& fa, const ConcreteFrontend& fb, cons
   const Facts facts_a = fa.facts(), facts_b = fb.facts();
 
   std::vector<Packet> queue = packets(space);
-  // Traces are computed a batch at a time, side A on a second thread while side B runs on
-  // this one, and consumed below in queue order: the packets a batch appends (hairpin and
-  // affinity follow-ups) are traced in a later batch, exactly as the sequential loop would
-  // reach them. A bounded batch keeps at most options.batch distributions per side alive.
+  // Traces are computed a batch at a time and consumed in queue order: the packets a batch's
+  // consumption appends (hairpin and affinity follow-ups) are traced in a later batch, exactly
+  // as the sequential loop would reach them. With two threads the work is a pipeline: while
+  // this thread traces side B's next batch, the second thread traces side A's and then
+  // consumes the batch before it (the consumption — classification, follow-ups, the
+  // summaries — was ~1.3 s of the 10,000-Service diff with both tracers idle). A batch's
+  // packets are copied out of the queue, which the consumption may grow meanwhile.
+  // A bounded batch keeps at most options.batch distributions per side alive, twice.
   const size_t batch = std::max<size_t>(1, options.batch);
-  std::vector<Distribution> batch_a, batch_b;
-  size_t batch_begin = 0;
-  for (size_t i = 0; i < queue.size(); ++i) {
-    if (i == batch_begin + batch_a.size()) {
-      batch_begin = i;
-      const size_t n = std::min(batch, queue.size() - i);
-      batch_a.assign(n, {});
-      batch_b.assign(n, {});
-      auto side = [&queue, i, n](const ConcreteFrontend& f, std::vector<Distribution>& out) {
-        for (size_t k = 0; k < n; ++k) out[k] = f.trace(queue[i + k]);
-      };
-      if (options.threads > 1) {
-        auto other = std::async(std::launch::async, side, std::cref(fa), std::ref(batch_a));
-        side(fb, batch_b);
-        other.get();
-      } else {
-        side(fa, batch_a);
-        side(fb, batch_b);
-      }
-    }
-    Packet p = queue[i];
-    Distribution da = std::move(batch_a[i - batch_begin]), db = std::move(batch_b[i - batch_begin]);
+  struct Batch {
+    std::vector<Packet> packets;
+    std::vector<Distribution> a, b;
+  };
+  size_t handed_out = 0;  // queue[0, handed_out) belongs to a batch
+  auto take = [&](Batch& bt) {
+    const size_t n = std::min(batch, queue.size() - handed_out);
+    bt.packets.assign(queue.begin() + static_cast<std::ptrdiff_t>(handed_out),
+                      queue.begin() + static_cast<std::ptrdiff_t>(handed_out + n));
+    handed_out += n;
+  };
+  auto trace = [](const ConcreteFrontend& f, const std::vector<Packet>& ps, std::vector<Distribution>& out) {
+    out.assign(ps.size(), {});
+    for (size_t k = 0; k < ps.size(); ++k) out[k] = f.trace(ps[k]);
+  };
+  auto consume_one = [&](const Packet& p, Distribution da, Distribution db) {
     ++r.packets;
     std::string svc;
     for (const auto* d : {&da, &db})
@@ -224,7 +222,7 @@ CrossResult compare(const ConcreteFrontend& fa, const ConcreteFrontend& fb, cons
       }
     }
 
-    if (same(da, db)) continue;
+    if (same(da, db)) return;
     Cell c{p, std::move(da), std::move(db), svc, {}, false};
     DiffContext ctx{c.packet, c.a, c.b, facts_a, facts_b, r.backend_a, r.backend_b};
     if (auto ks = classify(ctx); !ks.empty()) {
@@ -241,6 +239,38 @@ CrossResult compare(const ConcreteFrontend& fa, const ConcreteFrontend& fb, cons
       if (c.undecided) ++r.undecided;
     }
     r.differences.push_back(std::move(c));
+  };
+  auto consume = [&](Batch& bt) {
+    for (size_t k = 0; k < bt.packets.size(); ++k) consume_one(bt.packets[k], std::move(bt.a[k]), std::move(bt.b[k]));
+  };
+  auto trace_both = [&](Batch& bt) {
+    if (options.threads > 1) {
+      auto other = std::async(std::launch::async, [&] { trace(fa, bt.packets, bt.a); });
+      trace(fb, bt.packets, bt.b);
+      other.get();
+    } else {
+      trace(fa, bt.packets, bt.a);
+      trace(fb, bt.packets, bt.b);
+    }
+  };
+  Batch cur, next;
+  take(cur);
+  trace_both(cur);
+  while (!cur.packets.empty()) {
+    take(next);
+    if (options.threads > 1 && !next.packets.empty()) {
+      auto other = std::async(std::launch::async, [&] {
+        trace(fa, next.packets, next.a);
+        consume(cur);
+      });
+      trace(fb, next.packets, next.b);
+      other.get();
+    } else {
+      consume(cur);
+      if (next.packets.empty()) take(next);  // what the consumption appended, if anything
+      trace_both(next);
+    }
+    std::swap(cur, next);
   }
   for (size_t i = 0; i < r.differences.size(); ++i)
     for (const auto& k : r.differences[i].known) r.known_example.emplace(k, i);
