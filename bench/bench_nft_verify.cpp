@@ -11,7 +11,7 @@
 #include "compiler/driver/compile_nftables.h"
 #include "verifier/nft/nft.h"
 #include "verifier/nft_sym/compare.h"
-#include "verifier/nft_sym/side_by_side.h"
+#include "compiler/support/side_by_side.h"
 #include "verifier/nft_sym/verify.h"
 #include "verifier/nft_trace/tracer.h"
 
@@ -99,7 +99,7 @@ void BM_NftDiffFullTransactions(benchmark::State& state) {
     verifier::nft::NftState a, b;
     verifier::nft::NftError ea, eb;
     bool oka = false, okb = false;
-    verifier::nft_sym::side_by_side([&] { okb = verifier::nft_sym::read_nft_state(p.next, "next.nft", &b, &eb); },
+    side_by_side([&] { okb = verifier::nft_sym::read_nft_state(p.next, "next.nft", &b, &eb); },
                                     [&] { oka = verifier::nft_sym::read_nft_state(p.prior, "prior.nft", &a, &ea); });
     if (!oka || !okb) state.SkipWithError("a side fails");
     diff_states(a, b, state);

@@ -1,9 +1,8 @@
 // A copy of a large state on two threads (nft.h, copy_on_two_threads).
-#include <exception>
-#include <thread>
 #include <utility>
 #include <vector>
 
+#include "compiler/support/side_by_side.h"
 #include "verifier/nft/nft.h"
 
 namespace kpc::verifier::nft {
@@ -26,26 +25,24 @@ NftState copy_on_two_threads(NftState& s) {
       for (size_t i = b; i < e; ++i) copies[t][i] = aside[t][i];
     }
   };
-  NftState out;
-  std::exception_ptr side_error;
-  std::thread side([&] {
-    try {
-      out = s;  // everything but the chains
-      copy_range(true);
-    } catch (...) {
-      side_error = std::current_exception();
+  // s gets its chains back however the copy ends.
+  struct GiveBack {
+    NftState& s;
+    std::vector<std::vector<Chain>>& aside;
+    ~GiveBack() {
+      for (size_t t = 0; t < s.tables.size(); ++t) s.tables[t].chains = std::move(aside[t]);
     }
-  });
-  std::exception_ptr own_error;
-  try {
-    copy_range(false);
-  } catch (...) {
-    own_error = std::current_exception();
+  };
+  NftState out;
+  {
+    GiveBack give_back{s, aside};
+    side_by_side(
+        [&] {
+          out = s;  // everything but the chains
+          copy_range(true);
+        },
+        [&] { copy_range(false); });
   }
-  side.join();
-  for (size_t t = 0; t < s.tables.size(); ++t) s.tables[t].chains = std::move(aside[t]);
-  if (side_error) std::rethrow_exception(side_error);
-  if (own_error) std::rethrow_exception(own_error);
   for (size_t t = 0; t < out.tables.size(); ++t) out.tables[t].chains = std::move(copies[t]);
   return out;
 }

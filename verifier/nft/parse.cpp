@@ -3,11 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <exception>
 #include <iterator>
 #include <memory>
-#include <thread>
 
+#include "compiler/support/side_by_side.h"
 #include "verifier/nft/internal.h"
 
 namespace kpc::verifier::nft {
@@ -861,27 +860,22 @@ std::vector<Command> parse_script_split(std::string_view text, size_t split_min)
   const std::string_view first = text.substr(0, nl + 1), second = text.substr(nl + 1);
   const int second_line = 1 + static_cast<int>(std::count(first.begin(), first.end(), '\n'));
   std::vector<Command> a, b;
-  bool a_ok = false, b_ok = false;
-  std::exception_ptr side_error;  // anything but a parse failure (bad_alloc) is rethrown
-  std::thread side([&] {
-    try {
-      b = Parser(second, second_line).script();
-      b_ok = true;
-    } catch (const ParseFailure&) {
-    } catch (...) {
-      side_error = std::current_exception();
-    }
-  });
-  try {
-    a = Parser(first).script();
-    a_ok = true;
-  } catch (const ParseFailure&) {
-  } catch (...) {
-    side.join();
-    throw;
-  }
-  side.join();
-  if (side_error) std::rethrow_exception(side_error);
+  bool a_ok = false, b_ok = false;  // a parse failure is noted; anything else (bad_alloc) propagates
+  side_by_side(
+      [&] {
+        try {
+          b = Parser(second, second_line).script();
+          b_ok = true;
+        } catch (const ParseFailure&) {
+        }
+      },
+      [&] {
+        try {
+          a = Parser(first).script();
+          a_ok = true;
+        } catch (const ParseFailure&) {
+        }
+      });
   if (!a_ok || !b_ok) return parse_script(text);
   a.reserve(a.size() + b.size());
   std::move(b.begin(), b.end(), std::back_inserter(a));

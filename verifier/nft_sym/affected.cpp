@@ -32,7 +32,7 @@
 #include <unordered_map>
 
 #include "verifier/nft_sym/compare.h"
-#include "verifier/nft_sym/side_by_side.h"
+#include "compiler/support/side_by_side.h"
 #include "verifier/nft_sym/verify.h"
 #include "verifier/nft_trace/rule_model.h"
 

@@ -1,6 +1,6 @@
 #include "verifier/nft_sym/explorer.h"
 
-#include "verifier/nft_sym/side_by_side.h"
+#include "compiler/support/side_by_side.h"
 
 #include <algorithm>
 #include <map>
@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "compiler/ir/rule.h"
-#include "verifier/nft_sym/side_by_side.h"
+#include "compiler/support/side_by_side.h"
 #include "verifier/nft_trace/rule_model.h"
 #include "verifier/nft_trace/tracer.h"
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verifier/nft_sym/compare.h"
-#include "verifier/nft_sym/side_by_side.h"
+#include "compiler/support/side_by_side.h"
 #include "verifier/nft_trace/tracer.h"
 #include "verifier/sem/report.h"
 

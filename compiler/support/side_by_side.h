@@ -1,14 +1,14 @@
 // Two independent computations on two threads (the machine kpc verifies on has at least two
-// cores; the nft comparison's per-side work — a 10,000-Service state's universe cuts, its
-// reference index, its listing — is the same on both sides and shares nothing). Each
-// computation must touch only its own state: the model's look-up indexes are built lazily,
-// so two threads must never read the same table.
+// cores): the nft comparison's per-side work (a 10,000-Service state's universe cuts, its
+// reference index, its listing), the halves of a large nft parse, the halves of a state's
+// copy. Each computation must touch only its own data: the nft model's look-up indexes are
+// built lazily, so two threads must never read the same table.
 #pragma once
 
 #include <exception>
 #include <thread>
 
-namespace kpc::verifier::nft_sym {
+namespace kpc {
 
 /// Runs f on a second thread while g runs on this one; an exception of either is rethrown
 /// here once both are done (f's first).
@@ -32,4 +32,4 @@ void side_by_side(F f, G g) {
   if (side_error) std::rethrow_exception(side_error);
 }
 
-}  // namespace kpc::verifier::nft_sym
+}  // namespace kpc
