@@ -378,4 +378,100 @@ std::string NftGen::transaction(const nft::NftState& st) {
   return o.str();
 }
 
+std::string NftGen::rewrite(const nft::NftState& st) {
+  if (st.tables.empty()) return transaction(st);
+  const nft::Table& t = st.tables[next(st.tables.size())];
+  const bool v6 = t.family == nft::Family::Ip6;
+  const std::string T = std::string(nft::family_name(t.family)) + " " + t.name;
+  std::vector<const nft::Chain*> filled;
+  std::vector<std::string> regular, sets;
+  for (const auto& c : t.chains) {
+    if (!c.rules.empty()) filled.push_back(&c);
+    if (!c.base) regular.push_back(c.name);
+  }
+  for (const auto& s : t.sets) sets.push_back(s.name);
+  if (filled.empty()) return transaction(st);
+  std::ostringstream o;
+  auto rule_line = [&](const std::string& chain, const nft::Rule& r) {
+    std::string l = "add rule " + T + " " + chain + " " + r.text;
+    if (r.comment) l += " comment \"" + *r.comment + "\"";
+    return l + "\n";
+  };
+  // A command between two re-adds.
+  auto other = [&](const nft::Chain& self) {
+    switch (next(7)) {
+      case 0: {
+        const nft::Chain* c = filled[next(filled.size())];
+        o << "add rule " << T << " " << c->name << " " << rule_for(c->name, t, v6) << "\n";
+        break;
+      }
+      case 1: o << "flush chain " << T << " " << filled[next(filled.size())]->name << "\n"; break;
+      case 2: {
+        // a chain the rewritten chain's rules may reference
+        std::string n = pick(regular);
+        for (const auto& r : self.rules)
+          if (!r.refs.chains.empty() && chance(60)) n = r.refs.chains[next(r.refs.chains.size())];
+        o << "delete chain " << T << " " << n << "\n";
+        break;
+      }
+      case 3: {
+        std::string n = pick(sets);
+        for (const auto& r : self.rules)
+          if (!r.refs.sets.empty() && chance(60)) n = r.refs.sets[next(r.refs.sets.size())];
+        o << "delete " << (t.find_set(n) && t.find_set(n)->is_map ? "map" : "set") << " " << T << " " << n << "\n";
+        break;
+      }
+      case 4: o << "insert rule " << T << " " << self.name << " " << rule_for(self.name, t, v6) << "\n"; break;
+      case 5: o << "add chain " << T << " " << chain_name(2 + static_cast<int>(next(4))) << "\n"; break;
+      default: o << transaction(st); break;
+    }
+  };
+  std::vector<const nft::Chain*> chosen;
+  for (int k = 1 + static_cast<int>(next(3)); k > 0; --k) {
+    const nft::Chain* c = filled[next(filled.size())];
+    if (std::find(chosen.begin(), chosen.end(), c) == chosen.end()) chosen.push_back(c);
+  }
+  // kube-proxy flushes a service's chains first, then adds their rules; or chain by chain
+  const bool flushes_first = chance(50);
+  auto flush = [&](const nft::Chain& c) {
+    if (!c.base) o << "add chain " << T << " " << c.name << "\n";
+    o << "flush chain " << T << " " << c.name << "\n";
+  };
+  if (flushes_first)
+    for (const auto* c : chosen) flush(*c);
+  for (const auto* c : chosen) {
+    if (!flushes_first) flush(*c);
+    const auto& rules = c->rules;
+    const int how = static_cast<int>(next(12));
+    const size_t changed = next(rules.size());
+    for (size_t j = 0; j < rules.size(); ++j) {
+      if (chance(8)) other(*c);
+      if (how == 6 && j + 1 == rules.size()) break;  // the last rule dropped
+      if (how == 7 && j == changed) {
+        o << "add rule " << T << " " << c->name << " " << rule_for(c->name, t, v6) << "\n";
+        continue;
+      }
+      if (how == 8 && j == changed && j + 1 < rules.size()) {  // two rules swapped
+        o << rule_line(c->name, rules[j + 1]) << rule_line(c->name, rules[j]);
+        ++j;
+        continue;
+      }
+      if (how == 9 && j == changed) {  // another comment
+        nft::Rule r = rules[j];
+        r.comment = r.comment ? std::nullopt : std::optional<std::string>("rewritten");
+        o << rule_line(c->name, r);
+        continue;
+      }
+      if (how == 10 && j == changed) {  // flushed again half-way, then written whole
+        o << "flush chain " << T << " " << c->name << "\n";
+        for (size_t i = 0; i < rules.size(); ++i) o << rule_line(c->name, rules[i]);
+        break;
+      }
+      o << rule_line(c->name, rules[j]);
+    }
+    if (how == 11) o << "add rule " << T << " " << c->name << " " << rule_for(c->name, t, v6) << "\n";
+  }
+  return o.str();
+}
+
 }  // namespace kpc::test

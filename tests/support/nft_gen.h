@@ -22,6 +22,11 @@ class NftGen {
   /// (missing chains, referenced chains deleted, absent elements, duplicate creates,
   /// misspelled names, rule handles and indexes, kube-proxy's first-sync add+delete, ...).
   std::string transaction(const verifier::nft::NftState& state);
+  /// A full sync's rewrite of 1..3 chains against `state`: `flush chain X` and X's rules
+  /// added again (as written), mostly unchanged, sometimes with one changed, dropped, added
+  /// or reordered, flushed twice, or with other commands between the re-adds (rules on other
+  /// chains, flushes, deletions of what the rules reference, elements, a transaction()).
+  std::string rewrite(const verifier::nft::NftState& state);
 
   uint64_t next(uint64_t n) { return n ? rng_() % n : 0; }
   bool chance(int percent) { return static_cast<int>(next(100)) < percent; }

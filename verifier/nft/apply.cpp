@@ -605,12 +605,20 @@ class Applier {
   // The kernel's batch: every message applied in order; failures recorded (the batch goes on,
   // as nfnetlink does, so that every error is reported).
   void kernel(std::vector<Command>& cmds) {
+    keep_allowed_ = defer_flushes && !listing && keeping_allowed(cmds, &deleted_names_);
     for (size_t i = 0; i < cmds.size(); ++i) kernel_one(cmds[i], i);
+    for (auto [tp, cp] : keeping_) {
+      Table& t = tx_.work.tables[tp];
+      if (t.chains[cp].keeping) end_keeping(t, t.chains[cp]);
+    }
+    keeping_.clear();
   }
 
   Tx tx_;
   std::string file_;
   bool listing = false;
+  bool defer_flushes = true;  ///< false: every flush as written (the tests' reference)
+  size_t rules_kept = 0;      ///< rules added again that a deferred flush kept
   std::vector<RulePos> pos_;
   std::vector<uint64_t> txid_;
 
@@ -923,13 +931,13 @@ class Applier {
     enum Kind : uint8_t {
       TableAdded, TableRemoved, TablesCleared, ChainAdded, ChainRemoved, ChainPolicy, RulesCleared, RuleInserted,
       RuleRemoved, RuleReplaced, SetAdded, SetRemoved, SetSize, ElementsCleared, ElementAdded, ElementRemoved,
-      FlowtableAdded, FlowtableRemoved,
+      FlowtableAdded, FlowtableRemoved, HandlesRenewed, RulesTruncated,
     } kind;
     uint32_t t = 0, o = 0, i = 0;  // table, object (chain, set, flowtable), item (rule, element) positions
     uint32_t size = 0;
     bool implied = false;
     std::variant<std::monostate, std::string, std::unique_ptr<Table>, std::unique_ptr<Rule>, std::vector<Table>,
-                 std::vector<Rule>, std::vector<Element>, std::unique_ptr<Flowtable>>
+                 std::vector<Rule>, std::vector<Element>, std::unique_ptr<Flowtable>, std::vector<uint64_t>>
         v;
   };
   std::vector<Undo> log_;
@@ -1144,6 +1152,18 @@ class Applier {
           f.insert(f.begin() + u.o, std::move(*std::get<std::unique_ptr<Flowtable>>(u.v)));
           break;
         }
+        case Undo::HandlesRenewed: {
+          auto& r = tables[u.t].chains[u.o].rules;
+          const auto& old = std::get<std::vector<uint64_t>>(u.v);
+          for (size_t j = 0; j < old.size(); ++j) r[j].handle = old[j];
+          break;
+        }
+        case Undo::RulesTruncated: {
+          auto& r = tables[u.t].chains[u.o].rules;
+          auto& gone = std::get<std::vector<Rule>>(u.v);
+          r.insert(r.end(), std::make_move_iterator(gone.begin()), std::make_move_iterator(gone.end()));
+          break;
+        }
       }
     }
     log_.clear();
@@ -1329,10 +1349,104 @@ class Applier {
         return delete_chain(c, *t, *ch, c.name_loc);
       case Verb::Flush:
         if (!ch) return kerr(c, Errno::Noent, &c.name_loc);
+        if (ch->keeping) end_keeping(*t, *ch);  // a second flush: the first one's rest first
+        else if (may_keep(*ch)) return start_keeping(*t, *ch);
         for (const auto& r : ch->rules) release_rule(*t, *ch, r);
         clear_rules(*t, *ch);
         return;
       default: return;
+    }
+  }
+
+  // ---------------------------------------------------------------- rules kept through a flush
+  // kube-proxy's full syncs flush every chain and add its rules again, and almost every chain
+  // comes out as it was: applying a 10,000-Service full transaction released and re-added
+  // 300,000 rules (use counts, undo log, jump-graph changes) to leave them as they were. So a
+  // flush is deferred: the chain keeps its rules, and each `add rule` that adds the chain's
+  // next rule again (the same text and comment, so the same parse) only gives it the handle
+  // the new rule would get (anonymous sets first, as k_rule counts them). The first other
+  // command on the chain (another rule, another flush), or the end of the batch, ends this:
+  // the rules not added again are released then (end_keeping), and that command goes on as
+  // usual. The result (state, handle generators, errors, messages) is the flush's, because
+  // nothing between the flush and the release can tell the two apart:
+  //  * the rules kept are equal to the rules the flush and the adds make, with their handles;
+  //  * the use counts the deferred release holds back are only read when an object is
+  //    deleted, and no chain, set or flowtable a kept chain's rules reference, nor the chain,
+  //    is deleted anywhere in the transaction (may_keep);
+  //  * an `add rule` again of a rule the state holds cannot fail: what the rule references
+  //    exists while the rule does (a state's references resolve: apply_script keeps it so),
+  //    and a chain does not become a base chain;
+  //  * the transaction names no rule by handle or index and replaces none (the handles the
+  //    flush retires, and positions, are never looked up), and deletes or flushes no table
+  //    nor the ruleset (keeping_allowed).
+  // The jump-graph check sees no change in a kept chain (rules only leave it at the release,
+  // and removals cannot make a loop or a refused statement reachable).
+  // nft's evaluation runs before all this, over every command, unchanged.
+  static bool keeping_allowed(const std::vector<Command>& cmds, std::vector<std::string_view>* deleted) {
+    deleted->clear();
+    for (const auto& c : cmds) {
+      if (c.handle || c.index || !c.block.empty() || c.verb == Verb::Replace || c.obj == Obj::Ruleset) return false;
+      bool remove = c.verb == Verb::Delete || c.verb == Verb::Destroy;
+      if (c.obj == Obj::Table && (remove || c.verb == Verb::Flush)) return false;
+      if (remove && c.obj != Obj::Rule && c.obj != Obj::Element) deleted->push_back(c.name);
+    }
+    // (names are compared one by one below: a transaction that deletes many objects is
+    // applied as written)
+    return deleted->size() <= 16;
+  }
+  bool keep_allowed_ = false;
+  std::vector<std::string_view> deleted_names_;        // chains, sets, flowtables the transaction deletes
+  std::vector<std::pair<uint32_t, uint32_t>> keeping_;  // (table, chain) positions with a deferred flush
+  bool deleted_name(std::string_view n) const {
+    return std::find(deleted_names_.begin(), deleted_names_.end(), n) != deleted_names_.end();
+  }
+  bool may_keep(const Chain& ch) const {
+    if (!keep_allowed_ || ch.rules.empty() || deleted_name(ch.name)) return false;
+    if (!deleted_names_.empty())
+      for (const auto& r : ch.rules) {
+        for (const auto* names : {&r.refs.chains, &r.refs.sets, &r.refs.dynset, &r.refs.flowtables})
+          for (const auto& n : *names)
+            if (deleted_name(n)) return false;
+      }
+    return true;
+  }
+  void start_keeping(Table& t, Chain& ch) {
+    if (logged(t)) {
+      std::vector<uint64_t> old(ch.rules.size());
+      for (size_t j = 0; j < old.size(); ++j) old[j] = ch.rules[j].handle;
+      log(Undo::HandlesRenewed, tpos(t), cpos(t, ch));
+      log_.back().v = std::move(old);
+    }
+    ch.keeping = 1;
+    keeping_.push_back({tpos(t), cpos(t, ch)});
+  }
+  // The `add rule` c on a chain that keeps its rules: true when it adds the next one again.
+  bool keep_rule(Table& t, Chain& ch, const Command& c) {
+    size_t j = ch.keeping - 1;
+    if (c.verb != Verb::Add || j >= ch.rules.size()) return false;
+    Rule& r = ch.rules[j];
+    const ParsedRule& pr = *c.rule;
+    if (pr.text != r.text || pr.comment != r.comment || pr.canonicalized != r.canonicalized) return false;
+    t.next_handle += pr.anon_sets.size();
+    r.handle = ++t.next_handle;
+    for (const auto& d : r.refs.dynset)
+      if (Set* s = t.find_set(d); s && s->size == 0) set_size(t, *s, 65535, true);
+    ++ch.keeping;
+    ++rules_kept;
+    return true;
+  }
+  // The rest of a deferred flush: the rules not added again are released.
+  void end_keeping(Table& t, Chain& ch) {
+    size_t n = ch.keeping - 1;
+    ch.keeping = 0;
+    if (n >= ch.rules.size()) return;
+    std::vector<Rule> gone(std::make_move_iterator(ch.rules.begin() + static_cast<long>(n)),
+                           std::make_move_iterator(ch.rules.end()));
+    ch.rules.erase(ch.rules.begin() + static_cast<long>(n), ch.rules.end());
+    for (const auto& r : gone) count_rule_refs(t, r, -1);
+    if (logged(t)) {
+      log(Undo::RulesTruncated, tpos(t), cpos(t, ch), static_cast<uint32_t>(n));
+      log_.back().v = std::move(gone);
     }
   }
 
@@ -1352,6 +1466,12 @@ class Applier {
   }
 
   void k_rule(Command& c, size_t idx) {
+    if (!keeping_.empty())
+      if (Table* t = ktable(c))
+        if (Chain* ch = t->find_chain(c.name); ch && ch->keeping) {
+          if (keep_rule(*t, *ch, c)) return;
+          end_keeping(*t, *ch);
+        }
     Table* t = ktable(c);
     const ParsedRule& pr = *c.rule;
     // anonymous sets come first (one message each)
@@ -1704,11 +1824,12 @@ ApplyResult parse_failed(const ParseFailure& f, std::string_view file_name, std:
   return res;
 }
 ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::string_view text,
-                           std::string_view file_name, bool listing, std::vector<Command>* expanded);
+                           std::string_view file_name, bool listing, std::vector<Command>* expanded,
+                           bool defer_flushes = true);
 }  // namespace
 
 ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view file_name, bool listing,
-                       std::vector<Command>* expanded) {
+                       std::vector<Command>* expanded, bool defer_flushes) {
   ApplyResult res;
   std::vector<Command> cmds;
   {
@@ -1728,24 +1849,27 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
         }
     cmds = expand(parsed);
   }
-  return apply_commands(state, std::move(cmds), text, file_name, listing, expanded);
+  return apply_commands(state, std::move(cmds), text, file_name, listing, expanded, defer_flushes);
 }
 
 namespace {
 // The application of parsed, expanded commands (nft's evaluation, then the kernel's batch).
 ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::string_view text,
-                           std::string_view file_name, bool listing, std::vector<Command>* expanded) {
+                           std::string_view file_name, bool listing, std::vector<Command>* expanded,
+                           bool defer_flushes) {
   ApplyResult res;
   res.operations = cmds.size();
   for (size_t i = 0; i < cmds.size(); ++i) cmds[i].seq = i;
   // The batch is applied to the state itself; an undo log takes it back when it fails.
   Applier a(state, file_name);
   a.listing = listing;
+  a.defer_flushes = defer_flushes;
   bool eval_ok = a.evaluate(cmds);
   if (eval_ok) {
     a.begin();
     a.kernel(cmds);
   }
+  res.rules_kept = a.rules_kept;
   auto fail_whole = [&](const Err& e) {
     a.rollback();
     res.errors = {make_error(e, file_name, text)};
@@ -1822,6 +1946,10 @@ ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::stri
 
 ApplyResult apply_script(NftState& state, std::string_view text, std::string_view file_name) {
   return apply_impl(state, text, file_name, false, nullptr);
+}
+
+ApplyResult apply_script_eager(NftState& state, std::string_view text, std::string_view file_name) {
+  return apply_impl(state, text, file_name, false, nullptr, false);
 }
 
 struct PreparedScript::Impl {

@@ -60,6 +60,10 @@ struct ApplyResult {
   /// ("file:line: rule not canonicalized: ..."). The state is still exact, but `nft list`
   /// may print these rules differently.
   std::vector<std::string> warnings;
+  /// Rules a `flush chain` would have removed and the script added again unchanged, which
+  /// the model kept instead (apply.cpp, "rules kept through a flush"); for a failed apply,
+  /// those it kept before the batch was undone.
+  size_t rules_kept = 0;
   bool not_modelled() const { return error && error->not_modelled; }
 };
 
@@ -168,6 +172,8 @@ struct Chain {
   std::optional<std::string> comment;
   std::vector<Rule> rules;
   bool removed = false;  ///< internal (as Element::removed)
+  /// internal: 1 + the rules re-added since a flush apply_script deferred (0 outside apply_script)
+  uint32_t keeping = 0;
 };
 
 struct Flowtable {
