@@ -147,6 +147,7 @@ int run_verify_nft(const NftVerifyRequest& o) {
     }
     if (!locals(o.local_addresses, local, "verify", &local)) return kExitError;
     vo.local_addresses = local;
+    vo.keep_until_exit = true;  // a one-shot command: the process's end frees the states
     vn::NftError e;
     if (!ns::verify_nft_texts(prior_in.view(), o.state, partial_in.view(), full_in.view(), vo, partial_name,
                               full_name, &r, &e)) {
@@ -156,6 +157,7 @@ int run_verify_nft(const NftVerifyRequest& o) {
   } else {
     if (!locals(o.local_addresses, local, "verify", &local)) return kExitError;
     vo.local_addresses = local;
+    vo.keep_until_exit = true;
     r = ns::verify_nft(std::move(prior), partial, full, vo, partial_name, full_name);
   }
   std::string report = o.format == "json"       ? ns::format_json(r)

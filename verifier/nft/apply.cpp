@@ -1977,11 +1977,16 @@ PreparedScript prepare_script(std::string_view text, ParseThreads threads, size_
 }
 
 ApplyResult apply_prepared(NftState& state, PreparedScript&& script, std::string_view text,
-                           std::string_view file_name) {
+                           std::string_view file_name, PreparedScript* spent) {
   if (!script.impl_) return apply_script(state, text, file_name);
   std::unique_ptr<PreparedScript::Impl> im = std::move(script.impl_);
   if (im->failure) return parse_failed(*im->failure, file_name, text);
-  return apply_commands(state, std::move(im->cmds), text, file_name, false, nullptr);
+  if (!spent) return apply_commands(state, std::move(im->cmds), text, file_name, false, nullptr);
+  // (apply_commands hands the commands back through `expanded`)
+  std::vector<Command> cmds = std::move(im->cmds);
+  ApplyResult r = apply_commands(state, std::move(cmds), text, file_name, false, &im->cmds);
+  spent->impl_ = std::move(im);
+  return r;
 }
 
 }  // namespace kpc::verifier::nft

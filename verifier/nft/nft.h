@@ -246,8 +246,10 @@ enum class ParseThreads { One, Two };
 inline constexpr size_t kParseSplitMin = size_t{4} << 20;
 PreparedScript prepare_script(std::string_view text, ParseThreads threads = ParseThreads::One,
                               size_t split_min = kParseSplitMin);
+/// spent: when given, receives the script's commands after they are applied (for a caller that
+/// frees them later: ~0.08 s for a 10,000-Service transaction).
 ApplyResult apply_prepared(NftState& state, PreparedScript&& script, std::string_view text,
-                           std::string_view file_name);
+                           std::string_view file_name, PreparedScript* spent = nullptr);
 
 /// Reads `nft list ruleset` / `nft list table ...` output (with or without `-a` handles) into
 /// *out (replacing it). False with *err set when the text is not such a listing or names

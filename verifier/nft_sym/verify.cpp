@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verifier/nft_sym/compare.h"
+#include "compiler/support/keep_until_exit.h"
 #include "compiler/support/side_by_side.h"
 #include "verifier/nft_trace/tracer.h"
 #include "verifier/sem/report.h"
@@ -315,14 +316,24 @@ NftVerifyResult verify_prepared(nft::NftState&& prior, nft::PreparedScript parti
   nft::NftState b = std::move(prior);               // prior + full
   nft::NftState a = nft::copy_on_two_threads(b);    // prior + partial
   nft::ApplyResult ra, rb;
-  side_by_side([&] { ra = nft::apply_prepared(a, std::move(partial_script), partial, partial_name); },
-               [&] { rb = nft::apply_prepared(b, std::move(full_script), full, full_name); });
-  return conclude(a, b, ra, rb, vo, [&] {
+  nft::PreparedScript spent_partial, spent_full;
+  nft::PreparedScript* keep_p = vo.keep_until_exit ? &spent_partial : nullptr;
+  nft::PreparedScript* keep_f = vo.keep_until_exit ? &spent_full : nullptr;
+  side_by_side([&] { ra = nft::apply_prepared(a, std::move(partial_script), partial, partial_name, keep_p); },
+               [&] { rb = nft::apply_prepared(b, std::move(full_script), full, full_name, keep_f); });
+  NftVerifyResult r = conclude(a, b, ra, rb, vo, [&] {
     if (same_printed_fields(a, b)) return true;
     std::string la, lb;
     side_by_side([&] { la = nft::print_ruleset(a); }, [&] { lb = nft::print_ruleset(b); });
     return la == lb;
   });
+  if (vo.keep_until_exit) {
+    keep_until_exit(std::move(a));
+    keep_until_exit(std::move(b));
+    keep_until_exit(std::move(spent_partial));
+    keep_until_exit(std::move(spent_full));
+  }
+  return r;
 }
 
 }  // namespace
