@@ -125,9 +125,15 @@ DiffCounts differential(Runner& r, uint64_t seed, size_t pairs, NextTx next_tx) 
   return n;
 }
 
+// Why the differentials cannot run here ("" when they can).
+std::string differential_unavailable() {
+  if (!can_use_netns()) return "needs root and network namespaces";
+  if (run({"nft", "--version"}).exit_code != 0) return "nft is not installed";
+  return "";
+}
+
 TEST(NftModelKernel, RandomStatesAndTransactionsAgreeWithNft) {
-  if (!can_use_netns()) GTEST_SKIP() << "needs root and network namespaces";
-  if (run({"nft", "--version"}).exit_code != 0) GTEST_SKIP() << "nft is not installed";
+  if (auto why = differential_unavailable(); !why.empty()) GTEST_SKIP() << why;
   Runner r;
   ASSERT_TRUE(r.ns.ok());
   uint64_t seed = 20261121;
@@ -150,8 +156,7 @@ TEST(NftModelKernel, RandomStatesAndTransactionsAgreeWithNft) {
 // are compared too (`nft -a list ruleset`): the kept rules must get the handles nft gives the
 // rules it adds again. CI: 150 pairs; KPC_LONG=1: 3,000 (KPC_NFT_DIFF_PAIRS overrides both).
 TEST(NftModelKernel, FullSyncRewritesAgreeWithNft) {
-  if (!can_use_netns()) GTEST_SKIP() << "needs root and network namespaces";
-  if (run({"nft", "--version"}).exit_code != 0) GTEST_SKIP() << "nft is not installed";
+  if (auto why = differential_unavailable(); !why.empty()) GTEST_SKIP() << why;
   Runner r;
   ASSERT_TRUE(r.ns.ok());
   size_t pairs = 150;
