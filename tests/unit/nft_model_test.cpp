@@ -506,6 +506,31 @@ TEST(NftModel, AFailedBatchThatDeletesATableStillConsumesItsHandles) {
   EXPECT_EQ(s.tables[0].find_chain("c")->rules.back().handle, 7u);
 }
 
+// Long differential, seed 20261121 pair 7421 (session 14): a failing batch whose new rule updates
+// a set, and which then deletes the table. The kernel keeps the size it gave the set for the
+// rule (nft lists it with `size 65535`), as it does when the table stays.
+TEST(NftModel, AFailedBatchThatDeletesATableStillSizesTheSetARuleUpdates) {
+  NftState s;
+  ASSERT_TRUE(apply_script(s,
+                           "add table ip t\nadd set ip t seen { type ipv4_addr ; }\nadd chain ip t a\n"
+                           "add chain ip t b\nadd rule ip t a jump b\n",
+                           "state.nft")
+                  .ok);
+  ASSERT_EQ(s.tables[0].find_set("seen")->size, 0u);
+  ApplyResult r = apply_script(s,
+                               "add rule ip t a update @seen { ip saddr }\n"
+                               "delete chain ip t b\n"
+                               "delete table ip t\n",
+                               "tx.nft");
+  ASSERT_FALSE(r.ok);  // b is busy
+  ASSERT_EQ(s.tables.size(), 1u);
+  const Set* seen = s.tables[0].find_set("seen");
+  ASSERT_NE(seen, nullptr);
+  EXPECT_EQ(seen->size, 65535u);
+  EXPECT_TRUE(seen->size_implied);
+  EXPECT_EQ(s.tables[0].find_chain("a")->rules.size(), 1u);  // the rule itself is gone
+}
+
 // Long differential, seed 4242 pair 3744: a chain whose own rule's anonymous vmap goes to the
 // chain itself cannot be deleted (EBUSY); the real nft 1.0.6 on this kernel says so at the line.
 TEST(NftModel, AChainItsOwnAnonymousVmapGoesToIsBusy) {

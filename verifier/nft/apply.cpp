@@ -1907,14 +1907,18 @@ ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::stri
       }
       // A table the batch deleted (or `flush ruleset` cleared) after adding to it: the kernel's
       // generator of that table still counts what the batch consumed before (the differential's
-      // pair 1514 of seed 4242: an anonymous vmap's set and its rule, then `delete table`).
+      // pair 1514 of seed 4242: an anonymous vmap's set and its rule, then `delete table`), and
+      // its sets keep the sizes a rule of the batch gave them (seed 20268542: `update
+      // @cluster-ips` in a new rule, then `delete table`: nft lists the set with size 65535).
+      auto keep_counters = [&](const Table& t) {
+        next.emplace_back(t.handle, t.family, t.name, t.next_handle);
+        for (const auto& st : t.sets)
+          if (!st.removed && st.size_implied) sizes.emplace_back(t.handle, st.handle, st.name, st.size);
+      };
       for (const auto& u : a.log_) {
-        if (u.kind == Applier::Undo::TableRemoved) {
-          const Table& t = *std::get<std::unique_ptr<Table>>(u.v);
-          next.emplace_back(t.handle, t.family, t.name, t.next_handle);
-        } else if (u.kind == Applier::Undo::TablesCleared) {
-          for (const auto& t : std::get<std::vector<Table>>(u.v)) next.emplace_back(t.handle, t.family, t.name, t.next_handle);
-        }
+        if (u.kind == Applier::Undo::TableRemoved) keep_counters(*std::get<std::unique_ptr<Table>>(u.v));
+        else if (u.kind == Applier::Undo::TablesCleared)
+          for (const auto& t : std::get<std::vector<Table>>(u.v)) keep_counters(t);
       }
       a.rollback();
       state.next_table_handle = table_handle;
