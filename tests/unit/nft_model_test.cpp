@@ -531,6 +531,45 @@ TEST(NftModel, AFailedBatchThatDeletesATableStillSizesTheSetARuleUpdates) {
   EXPECT_EQ(s.tables[0].find_chain("a")->rules.size(), 1u);  // the rule itself is gone
 }
 
+// Long differential, seed 20261121 pairs 9354 and 9478 (session 14), and the real nft 1.0.6 on
+// this kernel by hand: with a `replace` in the transaction, nft does not look a rule position up
+// in its cache; `handle N` goes to the kernel as the position (found, or the whole command
+// refused with ENOENT) and `index N` is dropped (insert: the start; add: the end).
+TEST(NftModel, WithAReplaceRulePositionsGoToTheKernel) {
+  const std::string state =
+      "add table ip t\nadd chain ip t c\nadd chain ip t d\n"
+      "add rule ip t c counter comment \"r1\"\nadd rule ip t c counter comment \"r2\"\n"
+      "add rule ip t c counter comment \"r3\"\nadd rule ip t d counter comment \"d1\"\n";
+  auto comments = [](const NftState& s) {
+    std::string out;
+    for (const auto& r : s.tables[0].find_chain("c")->rules) out += *r.comment + " ";
+    return out;
+  };
+  NftState s;
+  ASSERT_TRUE(apply_script(s, state, "state.nft").ok);
+  const uint64_t r2 = s.tables[0].find_chain("c")->rules[1].handle;
+  const uint64_t r3 = s.tables[0].find_chain("c")->rules[2].handle;
+  const uint64_t d1 = s.tables[0].find_chain("d")->rules[0].handle;
+  const std::string replace = "replace rule ip t d handle " + std::to_string(d1) + " counter comment \"d1b\"\n";
+  // by handle: before r2, after r3
+  ASSERT_TRUE(apply_script(s, "insert rule ip t c handle " + std::to_string(r2) + " counter comment \"i\"\n" + replace, "a.nft").ok);
+  EXPECT_EQ(comments(s), "r1 i r2 r3 ");
+  ASSERT_TRUE(apply_script(s, "add rule ip t c handle " + std::to_string(r3) + " counter comment \"a\"\n" + replace, "b.nft").ok);
+  EXPECT_EQ(comments(s), "r1 i r2 r3 a ");
+  // by index: dropped
+  ASSERT_TRUE(apply_script(s, "insert rule ip t c index 1 counter comment \"x\"\n" + replace, "c.nft").ok);
+  EXPECT_EQ(comments(s), "x r1 i r2 r3 a ");
+  ASSERT_TRUE(apply_script(s, "add rule ip t c index 1 counter comment \"y\"\n" + replace, "d.nft").ok);
+  EXPECT_EQ(comments(s), "x r1 i r2 r3 a y ");
+  // a missing handle: the whole command
+  const std::string bad = "insert rule ip t c handle 9006 counter comment \"new2\"\n";
+  ApplyResult r = apply_script(s, bad + replace, "e.nft");
+  ASSERT_FALSE(r.ok);
+  ASSERT_EQ(r.errors.size(), 1u);
+  EXPECT_EQ(r.errors[0].to_string(), "e.nft:1:1-54: Error: Could not process rule: No such file or directory");
+  EXPECT_EQ(comments(s), "x r1 i r2 r3 a y ");
+}
+
 // Long differential, seed 4242 pair 3744: a chain whose own rule's anonymous vmap goes to the
 // chain itself cannot be deleted (EBUSY); the real nft 1.0.6 on this kernel says so at the line.
 TEST(NftModel, AChainItsOwnAnonymousVmapGoesToIsBusy) {

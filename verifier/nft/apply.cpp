@@ -1528,7 +1528,20 @@ class Applier {
     } else {
       handle = ++t->next_handle;
       const RulePos& p = pos_[idx];
-      if (p.kind == RulePos::Handle) {
+      if (p.kind == RulePos::None && c.handle) {
+        // nft did not look the handle up itself: a `replace` elsewhere in the transaction sets
+        // its cache flags to "full", which drops the update bit (nft_cache_evaluate), so
+        // `handle N` goes to the kernel as the position (an `index`, which only nft's cache
+        // translates, is dropped: the rule goes to the start or the end). The kernel finds the
+        // rule in the chain or refuses the command as a whole (seen with nft 1.0.6: long
+        // differential seed 20261121 pairs 9354 and 9478).
+        at = find_handle(*c.handle);
+        if (at < 0 && removed_.count({t->handle, ch->handle, *c.handle})) {
+          refuse(c.loc, "a position on a rule this transaction removed");
+          return;
+        }
+        if (at < 0) return kerr(c, Errno::Noent, nullptr);
+      } else if (p.kind == RulePos::Handle) {
         at = find_handle(p.id);
         if (at < 0 && removed_.count({t->handle, ch->handle, p.id})) {
           refuse(c.loc, "a position on a rule this transaction removed");
