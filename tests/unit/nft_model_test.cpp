@@ -570,6 +570,53 @@ TEST(NftModel, WithAReplaceRulePositionsGoToTheKernel) {
   EXPECT_EQ(comments(s), "x r1 i r2 r3 a y ");
 }
 
+// Long differential, seed 20261121 pair 4321 (session 14), and the real nft 1.0.6 by hand:
+// consecutive element commands on one set are evaluated as one, then sent to the kernel as the
+// first and the rest in reverse order (nft_cmd_uncollapse), so their errors come 1, 4, 3, 2.
+// A group that names an element twice would depend on that order: refused.
+TEST(NftModel, CollapsedElementCommandsReachTheKernelFirstThenInReverse) {
+  NftState s;
+  ASSERT_TRUE(apply_script(s,
+                           "add table ip t\nadd chain ip t ok\n"
+                           "add map ip t m { type ipv4_addr . inet_proto . inet_service : verdict ; }\n",
+                           "state.nft")
+                  .ok);
+  ApplyResult r = apply_script(s,
+                               "add element ip t m { 10.0.0.1 . tcp . 80 : goto miss1 }\n"
+                               "add element ip t m { 10.0.0.2 . tcp . 80 : goto miss2 }\n"
+                               "add element ip t m { 10.0.0.3 . tcp . 80 : goto miss3 }\n"
+                               "add element ip t m { 10.0.0.4 . tcp . 80 : goto miss4 }\n",
+                               "tx.nft");
+  ASSERT_FALSE(r.ok);
+  std::string lines;
+  for (const auto& e : r.errors) lines += std::to_string(e.line) + " ";
+  EXPECT_EQ(lines, "1 4 3 2 ");
+  EXPECT_EQ(r.errors[1].to_string(), "tx.nft:4:22-40: Error: Could not process rule: No such file or directory");
+  // two commands: in their order
+  r = apply_script(s,
+                   "add element ip t m { 10.0.0.8 . tcp . 80 : goto miss1 }\n"
+                   "add element ip t m { 10.0.0.9 . tcp . 80 : goto miss2 }\n",
+                   "two.nft");
+  ASSERT_EQ(r.errors.size(), 2u);
+  EXPECT_EQ(r.errors[0].line, 1);
+  // the same element in two commands of a group of three: refused
+  r = apply_script(s,
+                   "create element ip t m { 10.0.0.5 . tcp . 80 : goto ok }\n"
+                   "create element ip t m { 10.0.0.6 . tcp . 80 : goto ok }\n"
+                   "create element ip t m { 10.0.0.5 . tcp . 80 : goto ok }\n",
+                   "dup.nft");
+  EXPECT_TRUE(r.not_modelled());
+  // without the repeat, the group applies
+  ASSERT_TRUE(apply_script(s,
+                           "add element ip t m { 10.0.0.5 . tcp . 80 : goto ok }\n"
+                           "add element ip t m { 10.0.0.6 . tcp . 80 : goto ok }\n"
+                           "add element ip t m { 10.0.0.7 . tcp . 80 : goto ok }\n",
+                           "ok.nft")
+                  .ok);
+  EXPECT_EQ(s.tables[0].find_set("m")->elements.size(), 3u);
+  EXPECT_EQ(s.tables[0].find_set("m")->elements[1].key[0], "10.0.0.6");  // insertion order kept
+}
+
 // Long differential, seed 4242 pair 3744: a chain whose own rule's anonymous vmap goes to the
 // chain itself cannot be deleted (EBUSY); the real nft 1.0.6 on this kernel says so at the line.
 TEST(NftModel, AChainItsOwnAnonymousVmapGoesToIsBusy) {

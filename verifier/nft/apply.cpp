@@ -571,6 +571,33 @@ std::optional<std::string> make_element(const Set& s, ElemSpec& spec, Element* o
   return std::nullopt;
 }
 
+// The end of the group of element commands nft 1.0.6 collapses into cmds[i] (nft_cmd_collapse:
+// consecutive `add element` or `create element` commands on one set); i + 1 for any other.
+size_t collapsed_end(const std::vector<Command>& cmds, size_t i) {
+  auto collapsible = [](const Command& c) {
+    return c.obj == Obj::Element && (c.verb == Verb::Add || c.verb == Verb::Create);
+  };
+  size_t j = i + 1;
+  if (collapsible(cmds[i]))
+    while (j < cmds.size() && collapsible(cmds[j]) && cmds[j].verb == cmds[i].verb && cmds[j].family == cmds[i].family &&
+           cmds[j].table == cmds[i].table && cmds[j].name == cmds[i].name)
+      ++j;
+  return j;
+}
+
+// Does an element key (as written) appear in two commands of the group [b, e)?
+bool group_repeats_a_key(const std::vector<Command>& cmds, size_t b, size_t e) {
+  std::unordered_map<std::string, size_t> first;  // key -> command
+  for (size_t k = b; k < e; ++k)
+    for (const auto& el : cmds[k].elements) {
+      std::string key;
+      for (const auto& f : el.key) key += f + " . ";
+      auto [it, fresh] = first.emplace(std::move(key), k);
+      if (!fresh && it->second != k) return true;
+    }
+  return false;
+}
+
 class Applier {
  public:
   Applier(NftState& work, std::string_view file) : tx_(work), file_(file) {}
@@ -585,15 +612,8 @@ class Applier {
     // nft 1.0.6 merges consecutive `add element` (or `create element`) commands on the same
     // set into the first one (nft_cmd_collapse): one evaluation. (Each element keeps its own
     // location; the kernel gets them apart again.)
-    auto collapsible = [](const Command& c) {
-      return c.obj == Obj::Element && (c.verb == Verb::Add || c.verb == Verb::Create);
-    };
     for (size_t i = 0; i < cmds.size();) {
-      size_t j = i + 1;
-      if (collapsible(cmds[i]))
-        while (j < cmds.size() && collapsible(cmds[j]) && cmds[j].verb == cmds[i].verb &&
-               cmds[j].family == cmds[i].family && cmds[j].table == cmds[i].table && cmds[j].name == cmds[i].name)
-          ++j;
+      size_t j = collapsed_end(cmds, i);
       bool ok = cmds[i].obj == Obj::Element ? eval_elements(cmds, i, j) : eval_one(cmds[i], i);
       i = j;
       if (!ok && ++nerrs == 10) break;
@@ -606,12 +626,47 @@ class Applier {
   // as nfnetlink does, so that every error is reported).
   void kernel(std::vector<Command>& cmds) {
     keep_allowed_ = defer_flushes && !listing && keeping_allowed(cmds, &deleted_names_);
-    for (size_t i = 0; i < cmds.size(); ++i) kernel_one(cmds[i], i);
+    for (size_t i = 0; i < cmds.size();) {
+      const size_t j = collapsed_end(cmds, i);
+      if (j - i < 3) {
+        for (; i < j; ++i) kernel_one(cmds[i], i);
+        continue;
+      }
+      kernel_collapsed(cmds, i, j);
+      i = j;
+    }
     for (auto [tp, cp] : keeping_) {
       Table& t = tx_.work.tables[tp];
       if (t.chains[cp].keeping) end_keeping(t, t.chains[cp]);
     }
     keeping_.clear();
+  }
+
+  // A collapsed group of three or more element commands [b, e). After evaluating them as one,
+  // nft splits them again (nft_cmd_uncollapse) by inserting each later command right after
+  // the first: the kernel gets b, then e-1 down to b+1 (seen with nft 1.0.6 on this kernel:
+  // errors of lines 1..4 are printed 1, 4, 3, 2; long differential seed 20261121 pair 4321).
+  // The commands are applied here in their order, so that the set's insertion order stays the
+  // transaction's (knftables' Dump), and their errors are reported in the kernel's order.
+  // That is exact when no command's outcome depends on another's, which holds unless two of
+  // them name the same element: such a group is refused.
+  void kernel_collapsed(std::vector<Command>& cmds, size_t b, size_t e) {
+    if (group_repeats_a_key(cmds, b, e)) {
+      refuse(cmds[b].loc, "element commands on one set that name an element twice (nft sends them to the kernel "
+                          "in another order)");
+      return;
+    }
+    std::vector<std::vector<Err>> errs(e - b);
+    for (size_t k = b; k < e; ++k) {
+      const size_t before = tx_.errors.size();
+      kernel_one(cmds[k], k);
+      errs[k - b].assign(std::make_move_iterator(tx_.errors.begin() + static_cast<long>(before)),
+                         std::make_move_iterator(tx_.errors.end()));
+      tx_.errors.resize(before);
+    }
+    auto put = [&](std::vector<Err>& v) { tx_.errors.insert(tx_.errors.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end())); };
+    put(errs[0]);
+    for (size_t k = e - b; k-- > 1;) put(errs[k]);
   }
 
   Tx tx_;
