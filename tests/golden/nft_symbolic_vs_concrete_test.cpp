@@ -237,7 +237,7 @@ add rule ip t svc ip saddr @aff goto ep1
 add rule ip t svc numgen random mod 3 vmap { 0 : goto ep1, 1-2 : goto ep2 }
 add rule ip t ep1 update @aff { ip saddr }
 add rule ip t ep1 meta mark set meta mark xor 0x4000
-add rule ip t ep1 dnat to 10.1.0.1:8080
+add rule ip t ep1 meta l4proto { tcp, udp } dnat to 10.1.0.1:8080
 add rule ip t ep2 meta mark set meta mark and 0xffff00ff
 add rule ip t ep2 dnat to 10.1.0.2
 add rule ip t post ct status dnat masquerade fully-random

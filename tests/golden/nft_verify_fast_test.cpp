@@ -191,6 +191,23 @@ TEST(NftVerifyFast, SameResultsAsTheSequentialPath) {
         EXPECT_EQ(describe(r1, s1), describe(r3, s3)) << where;
         auto q3 = vn::apply_prepared(e3, vn::prepare_script(*t, vn::ParseThreads::Two, 0), *t, "t.nft");
         EXPECT_EQ(describe(q1, e1), describe(q3, e3)) << where;
+        // apply_prepared_forking is apply_prepared, and hands a plain copy of the state as it
+        // was to with_copy (here given the other transaction while the batch runs).
+        {
+          const std::string& other = t == &partial ? full : partial;
+          vn::NftState f = ref_prior, copy, o = ref_prior;
+          vn::ApplyResult on_copy;
+          int calls = 0;
+          auto rf = vn::apply_prepared_forking(f, vn::prepare_script(*t), *t, "t.nft", [&](vn::NftState& c) {
+            ++calls;
+            copy = std::move(c);
+            on_copy = vn::apply_script(copy, other, "o.nft");
+          });
+          EXPECT_EQ(describe(r1, s1), describe(rf, f)) << where;
+          auto ro = vn::apply_script(o, other, "o.nft");
+          EXPECT_EQ(describe(ro, o), describe(on_copy, copy)) << where;
+          EXPECT_EQ(calls, 1) << where;
+        }
         // A copy made on two threads acts as a plain copy (and leaves the original as it was).
         vn::NftState plain = ref_prior;
         vn::NftState two = vn::copy_on_two_threads(ref_prior);
@@ -227,6 +244,17 @@ TEST(NftVerifyFast, AnEmptyPreparedScriptParsesTheText) {
   auto ref = vn::apply_script(s5, "add rule ip t c {\n", "bad.nft");
   EXPECT_FALSE(bad.ok);
   EXPECT_EQ(describe(ref, s5), describe(bad, s4));
+  // The forking application of a script that does not parse still hands over the copy.
+  vn::NftState s6;
+  vn::apply_script(s6, t, "t.nft");
+  const std::string listed = vn::print_ruleset(s6, {true});
+  std::string copied;
+  auto bad2 = vn::apply_prepared_forking(s6, vn::prepare_script("add rule ip t c {\n"), "add rule ip t c {\n", "bad.nft",
+                                         [&](vn::NftState& c) { copied = vn::print_ruleset(c, {true}); });
+  ASSERT_TRUE(bad.error && bad2.error);
+  EXPECT_EQ(bad.error->render(), bad2.error->render());
+  EXPECT_EQ(listed, copied);
+  EXPECT_EQ(listed, vn::print_ruleset(s6, {true}));
 }
 
 }  // namespace

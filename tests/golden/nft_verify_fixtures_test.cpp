@@ -59,6 +59,7 @@ TEST(NftVerifyFixtures, VerdictPerKind) {
       {"equivalent-behaviour", {"equivalent", 1}},
       {"not-equivalent", {"not equivalent", 1}},
       {"fails-to-apply", {"fails to apply", 1}},
+      {"cannot-prove-unmodelled-rule", {"cannot prove", 1}},
   };
   size_t n = 0;
   for (const auto& [name, verdict] : want) {
@@ -78,9 +79,11 @@ TEST(NftVerifyFixtures, VerdictPerKind) {
     expect_file((c / "expected/verify.txt").string(), root.rel(t.out + t.err));
     expect_file((c / "expected/verify.json").string(), root.rel(j.out + j.err));
     expect_file((c / "expected/exit").string(), std::to_string(t.exit_code) + "\n");
+    // Rules kpc keeps verbatim are listed, and only then.
+    EXPECT_EQ(doc.contains("unmodelled_rules"), name == "cannot-prove-unmodelled-rule") << j.out;
     ++n;
   }
-  EXPECT_EQ(n, 5u);
+  EXPECT_EQ(n, 6u);
   // --allow-equivalent: equivalent is exit 0; a detected back end can be forced.
   auto r = run({bin_path("kpc"), "verify", "--state", dir + "/prior.nft", "--partial",
                 dir + "/equivalent-behaviour/partial.nft", "--full", dir + "/equivalent-behaviour/full.nft",

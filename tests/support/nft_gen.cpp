@@ -194,9 +194,21 @@ std::string NftGen::rule_for(const std::string& chain, const nft::Table& t, bool
       return r + " }";
     }
     case 2: return ip + " saddr " + ep + " jump " + target();
-    case 3:  // the kernel takes dnat in nat prerouting/output only: kube-proxy's endpoint chains
+    case 3: {  // the kernel takes dnat in nat prerouting/output only: kube-proxy's endpoint chains
       if (rank != 4) return "jump " + target();
-      return "meta l4proto tcp dnat to " + (v6 ? "[" + ep + "]" : ep) + ":" + std::to_string(80 + next(3));
+      // nft takes a nat port only after a match that tells the transport protocol (kube-proxy
+      // writes `meta l4proto tcp`); the other shapes are refused or taken as nft decides.
+      const std::string to = (v6 ? "[" + ep + "]" : ep) + ":" + std::to_string(80 + next(3));
+      switch (next(12)) {
+        case 0: return "dnat to " + to;
+        case 1: return "th dport 80 dnat to " + to;
+        case 2: return "tcp dport 80 dnat to " + to;
+        case 3: return "meta l4proto { tcp , udp } dnat to " + to;
+        case 4: return std::string(v6 ? "meta l4proto" : "ip protocol") + " != udp dnat to " + to;
+        case 5: return "dnat to " + ep;
+        default: return "meta l4proto tcp dnat to " + to;
+      }
+    }
     case 4: {
       std::string s = set_ref(false);
       if (s.rfind("affinity-", 0) == 0 || chance(20)) return "update @" + s + " { " + ip + " saddr }";

@@ -61,7 +61,7 @@ TEST(NftTrace, FilterAtMinus110RunsBeforeDnatAtMinus100) {
   auto s = load(std::string(kTable) +
                 "add chain ip t nat-pre { type nat hook prerouting priority -100 ; }\n"
                 "add chain ip t filter-pre { type filter hook prerouting priority -110 ; }\n"
-                "add rule ip t nat-pre ip daddr 10.96.0.1 dnat to 10.0.0.5:80\n"
+                "add rule ip t nat-pre ip daddr 10.96.0.1 meta l4proto tcp dnat to 10.0.0.5:80\n"
                 "add rule ip t filter-pre ip daddr 10.96.0.1 drop\n");
   auto r = run(s, pkt("1.2.3.4", "10.96.0.1", 80));
   ASSERT_EQ(r.outcomes.size(), 1u);
@@ -72,7 +72,7 @@ TEST(NftTrace, FilterAtMinus110RunsBeforeDnatAtMinus100) {
   auto s2 = load(std::string(kTable) +
                  "add chain ip t nat-pre { type nat hook prerouting priority -100 ; }\n"
                  "add chain ip t filter-pre { type filter hook prerouting priority 0 ; }\n"
-                 "add rule ip t nat-pre ip daddr 10.96.0.1 dnat to 10.0.0.5:80\n"
+                 "add rule ip t nat-pre ip daddr 10.96.0.1 meta l4proto tcp dnat to 10.0.0.5:80\n"
                  "add rule ip t filter-pre ip daddr 10.96.0.1 drop\n");
   r = run(s2, pkt("1.2.3.4", "10.96.0.1", 80));
   ASSERT_EQ(r.outcomes.size(), 1u);
@@ -244,7 +244,7 @@ TEST(NftTrace, KubeProxyMasqueradeMarkDance) {
 TEST(NftTrace, FibLocalAndLoopback) {
   auto s = load(std::string(kTable) +
                 "add chain ip t out { type nat hook output priority -100 ; }\n"
-                "add rule ip t out fib saddr type local ip daddr 10.96.0.1 dnat to 192.168.0.2:8080\n"
+                "add rule ip t out fib saddr type local ip daddr 10.96.0.1 meta l4proto tcp dnat to 192.168.0.2:8080\n"
                 "add chain ip t in { type filter hook input priority 0 ; }\n"
                 "add rule ip t in iifname \"lo\" th dport 8080 reject\n");
   // From the node to the service, DNAT'ed to the node itself: back in on lo, rejected at input.

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <variant>
 
+#include "compiler/support/side_by_side.h"
 #include "verifier/nft/internal.h"
 
 namespace kpc::verifier::nft {
@@ -187,10 +188,11 @@ std::string NftError::render() const {
   std::string marks;
   int end = col_end;
   for (int i = 0; i < end; ++i) {
-    char c = i < static_cast<int>(source_line.size()) ? source_line[i] : ' ';
+    const char c = i < static_cast<int>(source_line.size()) ? source_line[i] : ' ';
     marks += c == '\t' ? '\t' : ' ';
   }
   for (int i = std::max(col_begin, 1) - 1; i < end; ++i) marks[i] = '^';
+  for (int i = std::max(mark_begin, 1) - 1; i < mark_end && i < end; ++i) marks[i] = '~';
   return out + marks + "\n";
 }
 
@@ -264,14 +266,22 @@ struct CTable {
   SvIndex chain_ix, set_ix;
   const Table* st = nullptr;
   size_t loaded_chains = 0, loaded_sets = 0;
+  // The chain last found (a position in chains): commands on one chain come in runs (add,
+  // flush, its rules), and a live chain is the only one of its name, so the hint is checked by
+  // name and saves the look-ups of the run's later commands.
+  uint32_t chain_hint = UINT32_MAX;
   CChain* chain(std::string_view n) {
-    if (auto it = chain_ix.find(n); it != chain_ix.end()) return &chains[it->second];
-    if (st && loaded_chains) {
+    if (chain_hint < chains.size() && !chains[chain_hint].gone && chains[chain_hint].name == n)
+      return &chains[chain_hint];
+    CChain* found = nullptr;
+    if (auto it = chain_ix.find(n); it != chain_ix.end()) found = &chains[it->second];
+    else if (st && loaded_chains) {
       const auto& ix = table_index(*st).chains;
       if (auto it = ix.find(n); it != ix.end() && it->second < loaded_chains && !chains[it->second].gone)
-        return &chains[it->second];
+        found = &chains[it->second];
     }
-    return nullptr;
+    if (found) chain_hint = static_cast<uint32_t>(found - chains.data());
+    return found;
   }
   CSet* set(std::string_view n) {
     if (auto it = set_ix.find(n); it != set_ix.end()) return &sets[it->second];
@@ -478,6 +488,7 @@ struct Err {
   Loc loc;
   std::string message;
   bool not_modelled = false;
+  Loc mark;  ///< NftError::mark_begin/mark_end (line 0: none)
 };
 
 // ------------------------------------------------------------------ the transaction
@@ -679,7 +690,7 @@ class Applier {
 
  private:
   void err(const Loc& l, std::string msg, bool not_modelled = false) {
-    tx_.errors.push_back({l, std::move(msg), not_modelled});
+    tx_.errors.push_back({l, std::move(msg), not_modelled, {}});
   }
   bool refuse(const Loc& l, const std::string& what) {
     err(l, "not modelled by kpc: " + what, true);
@@ -793,7 +804,16 @@ class Applier {
           for (const auto& as : r.anon_sets)
             if (as.interval) return refuse(as.loc, "replace of a rule with an anonymous interval set (nft 1.0.6 aborts: BUG unhandled op)");
         if (!r.canonicalized) tx_.warnings.push_back(file_ + ":" + std::to_string(c.loc.line) + ": rule not canonicalized (" + r.why_not + "): " + r.text);
-        for (const auto& ref : r.ref_locs) {
+        // nft evaluates the statements in order and stops at the first error: a nat port
+        // without a transport protocol is refused after the references before it.
+        auto transport_error = [&] {
+          const auto& te = *r.transport_error;
+          tx_.errors.push_back({te.port, "transport protocol mapping is only valid after transport protocol match", false, te.keyword});
+          return false;
+        };
+        for (size_t k = 0; k < r.ref_locs.size(); ++k) {
+          const auto& ref = r.ref_locs[k];
+          if (r.transport_error && !listing && r.transport_error->refs_before == k) return transport_error();
           if (ref.kind == ParsedRule::Ref::Chain) continue;
           CTable* t = tx_.cache.table(c.family, c.table);
           if (!t) return table_not_found(c);
@@ -818,9 +838,8 @@ class Applier {
             if (tr.kind == ParsedRule::Ref::Dynset && s->is_map) return refuse(ref.loc, "update of a map");
           }
         }
-        if (!r.canonicalized && !r.refs.sets.empty()) {
-          // datatype checks of rules kpc does not parse are unknown: refuse nothing, but say it
-        }
+        // (a listing is the kernel's state, whatever nft would say of the rule as a command)
+        if (r.transport_error && !listing) return transport_error();
         if (tx_.flags & kUpdate) return rule_cache_update(c, idx);
         return true;
       }
@@ -1358,6 +1377,24 @@ class Applier {
     }
   }
 
+  // The chain a command names (Table::find_chain), first tried at the position of the chain the
+  // last command named: commands on one chain come in runs (add, flush, its rules), and a live
+  // chain is the only one of its name, so the hint is checked by name.
+  Chain* command_chain(Table& t, std::string_view n) {
+    if (hint_table_ == &t && hint_chain_ < t.chains.size()) {
+      Chain& h = t.chains[hint_chain_];
+      if (!h.removed && h.name == n) return &h;
+    }
+    Chain* found = t.find_chain(n);
+    if (found) {
+      hint_table_ = &t;
+      hint_chain_ = static_cast<size_t>(found - t.chains.data());
+    }
+    return found;
+  }
+  const Table* hint_table_ = nullptr;
+  size_t hint_chain_ = 0;
+
   void k_chain(Command& c) {
     Table* t = ktable(c);
     if (!t) return kerr(c, Errno::Noent, &c.table_loc);
@@ -1368,7 +1405,7 @@ class Applier {
       if (!found) return kerr(c, Errno::Noent, &c.handle_loc);
       return delete_chain(c, *t, *found, c.handle_loc);
     }
-    Chain* ch = t->find_chain(c.name);
+    Chain* ch = command_chain(*t, c.name);
     const ChainSpec& spec = *c.chain;
     switch (c.verb) {
       case Verb::Add:
@@ -1523,7 +1560,7 @@ class Applier {
   void k_rule(Command& c, size_t idx) {
     if (!keeping_.empty())
       if (Table* t = ktable(c))
-        if (Chain* ch = t->find_chain(c.name); ch && ch->keeping) {
+        if (Chain* ch = command_chain(*t, c.name); ch && ch->keeping) {
           if (keep_rule(*t, *ch, c)) return;
           end_keeping(*t, *ch);
         }
@@ -1553,7 +1590,7 @@ class Applier {
       }
     }
     if (!t) return kerr(c, Errno::Noent, &c.table_loc);
-    Chain* ch = t->find_chain(c.name);
+    Chain* ch = command_chain(*t, c.name);
     if (!ch) return kerr(c, Errno::Noent, &c.name_loc);
     auto find_handle = [&](uint64_t h) -> long {
       for (size_t i = 0; i < ch->rules.size(); ++i)
@@ -1877,6 +1914,10 @@ NftError make_error(const Err& e, std::string_view file, std::string_view text) 
   n.message = e.message;
   n.not_modelled = e.not_modelled;
   n.source_line = line_of(text, e.loc.line);
+  if (e.mark.line == e.loc.line) {
+    n.mark_begin = e.mark.col_begin;
+    n.mark_end = e.mark.col_end;
+  }
   return n;
 }
 
@@ -1885,15 +1926,22 @@ NftError make_error(const Err& e, std::string_view file, std::string_view text) 
 namespace {
 ApplyResult parse_failed(const ParseFailure& f, std::string_view file_name, std::string_view text) {
   ApplyResult res;
-  Err e{f.loc, f.not_modelled ? "not modelled by kpc: " + f.message : f.message, true};
+  Err e{f.loc, f.not_modelled ? "not modelled by kpc: " + f.message : f.message, true, {}};
   if (!f.not_modelled) e.not_modelled = false;
   res.errors.push_back(make_error(e, file_name, text));
   res.error = res.errors.front();
   return res;
 }
+// A copy of the state made while the commands are evaluated, and what to do with it while the
+// kernel's batch runs (apply_prepared_forking).
+struct Fork {
+  const std::function<void(NftState&)>& with_copy;
+};
 ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::string_view text,
                            std::string_view file_name, bool listing, std::vector<Command>* expanded,
-                           bool defer_flushes = true);
+                           bool defer_flushes = true, const Fork* fork = nullptr);
+ApplyResult finish_commands(Applier& a, NftState& state, std::vector<Command>& cmds, bool eval_ok,
+                            std::string_view text, std::string_view file_name, std::vector<Command>* expanded);
 }  // namespace
 
 ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view file_name, bool listing,
@@ -1910,7 +1958,7 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
     if (listing)
       for (const auto& c : parsed)
         if (c.obj != Obj::Table || c.verb != Verb::Add || !c.table_block) {
-          Err e{c.loc, "not an nft listing: expected 'table FAMILY NAME { ... }'", true};
+          Err e{c.loc, "not an nft listing: expected 'table FAMILY NAME { ... }'", true, {}};
           res.errors = {make_error(e, file_name, text)};
           res.error = res.errors.front();
           return res;
@@ -1924,15 +1972,35 @@ namespace {
 // The application of parsed, expanded commands (nft's evaluation, then the kernel's batch).
 ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::string_view text,
                            std::string_view file_name, bool listing, std::vector<Command>* expanded,
-                           bool defer_flushes) {
-  ApplyResult res;
-  res.operations = cmds.size();
+                           bool defer_flushes, const Fork* fork) {
   for (size_t i = 0; i < cmds.size(); ++i) cmds[i].seq = i;
   // The batch is applied to the state itself; an undo log takes it back when it fails.
   Applier a(state, file_name);
   a.listing = listing;
   a.defer_flushes = defer_flushes;
-  bool eval_ok = a.evaluate(cmds);
+  if (!fork) {
+    const bool eval_ok = a.evaluate(cmds);
+    return finish_commands(a, state, cmds, eval_ok, text, file_name, expanded);
+  }
+  // Evaluation only reads the state (through its look-up indexes, which are brought up to date
+  // first so that no look-up builds one), so the copy is made meanwhile; the copy is then the
+  // caller's, on the second thread, while the kernel's batch changes the state.
+  for (const auto& t : state.tables) table_index(t);
+  NftState copy;
+  bool eval_ok = false;
+  side_by_side([&] { copy = state; }, [&] { eval_ok = a.evaluate(cmds); });
+  ApplyResult res;
+  side_by_side([&] { fork->with_copy(copy); },
+               [&] { res = finish_commands(a, state, cmds, eval_ok, text, file_name, expanded); });
+  return res;
+}
+
+// apply_commands after the evaluation: the kernel's batch, the checks after it, and the commit
+// or the rollback.
+ApplyResult finish_commands(Applier& a, NftState& state, std::vector<Command>& cmds, bool eval_ok,
+                            std::string_view text, std::string_view file_name, std::vector<Command>* expanded) {
+  ApplyResult res;
+  res.operations = cmds.size();
   if (eval_ok) {
     a.begin();
     a.kernel(cmds);
@@ -1954,7 +2022,7 @@ ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::stri
       Err e{Loc{1, 1, 1},
             "not modelled by kpc: " + bad->what +
                 (bad->misplaced ? " (the kernel refuses such statements there)" : " (the kernel refuses loops with EMLINK)"),
-            true};
+            true, {}};
       return fail_whole(e);
     }
   }
@@ -2048,17 +2116,38 @@ PreparedScript prepare_script(std::string_view text, ParseThreads threads, size_
   return p;
 }
 
-ApplyResult apply_prepared(NftState& state, PreparedScript&& script, std::string_view text,
-                           std::string_view file_name, PreparedScript* spent) {
-  if (!script.impl_) return apply_script(state, text, file_name);
+namespace {
+ApplyResult apply_prepared_impl(NftState& state, PreparedScript&& script, std::string_view text,
+                                std::string_view file_name, PreparedScript* spent, const Fork* fork) {
+  if (!script.impl_ || script.impl_->failure) {
+    // (nothing to evaluate: the copy first, as it is without the script)
+    if (fork) {
+      NftState copy = state;
+      fork->with_copy(copy);
+    }
+    if (!script.impl_) return apply_script(state, text, file_name);
+    return parse_failed(*script.impl_->failure, file_name, text);
+  }
   std::unique_ptr<PreparedScript::Impl> im = std::move(script.impl_);
-  if (im->failure) return parse_failed(*im->failure, file_name, text);
-  if (!spent) return apply_commands(state, std::move(im->cmds), text, file_name, false, nullptr);
+  if (!spent) return apply_commands(state, std::move(im->cmds), text, file_name, false, nullptr, true, fork);
   // (apply_commands hands the commands back through `expanded`)
   std::vector<Command> cmds = std::move(im->cmds);
-  ApplyResult r = apply_commands(state, std::move(cmds), text, file_name, false, &im->cmds);
+  ApplyResult r = apply_commands(state, std::move(cmds), text, file_name, false, &im->cmds, true, fork);
   spent->impl_ = std::move(im);
   return r;
+}
+}  // namespace
+
+ApplyResult apply_prepared(NftState& state, PreparedScript&& script, std::string_view text,
+                           std::string_view file_name, PreparedScript* spent) {
+  return apply_prepared_impl(state, std::move(script), text, file_name, spent, nullptr);
+}
+
+ApplyResult apply_prepared_forking(NftState& state, PreparedScript&& script, std::string_view text,
+                                   std::string_view file_name, const std::function<void(NftState&)>& with_copy,
+                                   PreparedScript* spent) {
+  const Fork fork{with_copy};
+  return apply_prepared_impl(state, std::move(script), text, file_name, spent, &fork);
 }
 
 }  // namespace kpc::verifier::nft

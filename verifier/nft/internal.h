@@ -144,6 +144,15 @@ struct ParsedRule {
     Ref::Kind kind;
   };
   std::vector<TypedRef> typed_refs;
+  /// A nat statement with a port and no transport protocol known before it (`ip daddr X dnat
+  /// to Y:80`): nft's evaluation refuses the rule ("transport protocol mapping is only valid
+  /// after transport protocol match") at the port, marking the statement's keyword with '~',
+  /// once the references before it (refs_before of ref_locs) are evaluated.
+  struct TransportError {
+    Loc port, keyword;
+    size_t refs_before = 0;
+  };
+  std::optional<TransportError> transport_error;
 };
 
 enum class Verb { Add, Create, Insert, Replace, Delete, Flush, Destroy };

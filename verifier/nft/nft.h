@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,6 +47,9 @@ struct NftError {
   int line = 0, col_begin = 0, col_end = 0;
   std::string message;
   std::string source_line;     ///< the line the location is on (for render())
+  /// A second range of the same line that nft marks with '~' (the statement of an expression
+  /// in error, as stmt_binary_error does); 0: none.
+  int mark_begin = 0, mark_end = 0;
   bool not_modelled = false;   ///< kpc's refusal: valid or not for nft, kpc cannot say what nft does
   std::string to_string() const;  ///< the first line, without newline
   std::string render() const;     ///< the three lines nft prints, each ending in '\n'
@@ -250,6 +254,16 @@ PreparedScript prepare_script(std::string_view text, ParseThreads threads = Pars
 /// frees them later: ~0.08 s for a 10,000-Service transaction).
 ApplyResult apply_prepared(NftState& state, PreparedScript&& script, std::string_view text,
                            std::string_view file_name, PreparedScript* spent = nullptr);
+/// apply_prepared, and meanwhile a copy of the state as it was before (`NftState copy = state`)
+/// for the caller: the copy is made on a second thread while the script is evaluated (nft's
+/// evaluation only reads the state), then handed to with_copy, which runs on that thread while
+/// the kernel's batch changes the state. For a caller that applies one script to a state and
+/// another to its copy (kpc verify: the full to the prior, the partial to a copy), so that the
+/// copy takes no time of its own. with_copy may keep the copy (move it away); no other thread
+/// may use state meanwhile.
+ApplyResult apply_prepared_forking(NftState& state, PreparedScript&& script, std::string_view text,
+                                   std::string_view file_name, const std::function<void(NftState&)>& with_copy,
+                                   PreparedScript* spent = nullptr);
 
 /// Reads `nft list ruleset` / `nft list table ...` output (with or without `-a` handles) into
 /// *out (replacing it). False with *err set when the text is not such a listing or names

@@ -234,11 +234,16 @@ class Parser {
  public:
   explicit Parser(std::string_view src, int first_line = 1) : src_(src), lexer_(src, first_line) {}
 
-  std::vector<Command> script() {
+  /// reserve_text: the text whose lines to reserve room for (src when empty): the first half
+  /// of a split parse reserves for the whole text, so that the second half's commands are
+  /// appended without moving the first half's.
+  std::vector<Command> script(std::string_view reserve_text = {}) {
     std::vector<Command> out;
     // One command a line is the common shape: reserving for every line saves the vector's
-    // regrowth (moving 360-byte commands, touching twice the memory).
-    out.reserve(static_cast<size_t>(std::count(src_.begin(), src_.end(), '\n')) + 1);
+    // regrowth (moving 360-byte commands, touching twice the memory). Reserved room that is
+    // never written is never touched (no page of it is faulted in).
+    if (reserve_text.empty()) reserve_text = src_;
+    out.reserve(static_cast<size_t>(std::count(reserve_text.begin(), reserve_text.end(), '\n')) + 1);
     while (true) {
       skip_separators();
       release();
@@ -480,6 +485,10 @@ class Parser {
           if (t.kind == Tok::Handle) fail(t.loc, "syntax error", true);
           next();
         }
+        // A '{' still open at the end of the file: nft refuses the file ("syntax error,
+        // unexpected end of file", with an "expecting ..." that depends on where the rule
+        // stopped), so kpc refuses it too rather than keep a rule nft never takes.
+        if (depth > 0) fail(peek().loc, "syntax error, unexpected end of file (a rule's '{' is not closed)", true);
         if (b == p_) fail(peek().loc, "syntax error, unexpected " + describe(peek()), true);
         c.rule = rule_at(b, p_, c.family);
         break;
@@ -871,7 +880,7 @@ std::vector<Command> parse_script_split(std::string_view text, size_t split_min)
       },
       [&] {
         try {
-          a = Parser(first).script();
+          a = Parser(first).script(text);
           a_ok = true;
         } catch (const ParseFailure&) {
         }

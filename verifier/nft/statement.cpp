@@ -199,6 +199,7 @@ class RuleParser {
       r.refs = std::move(refs_);
       r.ref_locs = std::move(ref_locs_);
       r.anon_sets = std::move(anon_);
+      r.transport_error = transport_error_;
     } catch (const Bad& b) {
       // Not kube-proxy's vocabulary: keep the text, find references as knftables' fake does.
       r.canonicalized = false;
@@ -231,6 +232,7 @@ class RuleParser {
   Family fam_;
   RuleRefs refs_;
   std::vector<ParsedRule::Ref> ref_locs_;
+  std::optional<ParsedRule::TransportError> transport_error_;
   std::vector<ParsedRule::AnonSet> anon_;
 
   bool at_end() const { return p_ >= end_; }
@@ -551,7 +553,33 @@ class RuleParser {
     return out + " }";
   }
 
+  // What nft's protocol context knows of the transport protocol when a nat statement comes
+  // (nat_evaluate_transport). Known after `meta l4proto P`, `ip protocol P` (a value or an
+  // anonymous set, not `!=`) and any `tcp|udp|sctp dport|sport` match (its implied dependency);
+  // still absent after `th dport`, `!=`, a named-set lookup of the protocol; unsure after a
+  // tcp/udp/sctp field in a named-set lookup or a concatenation (not checked against nft).
+  enum class Transport { Absent, Known, Unsure };
+  Transport transport_ = Transport::Absent;
+  void note_transport(const Lhs& l, const std::string& op, bool named_set) {
+    if (transport_ == Transport::Known) return;
+    auto transport_field = [](const std::string& f) {
+      return f.rfind("tcp ", 0) == 0 || f.rfind("udp ", 0) == 0 || f.rfind("sctp ", 0) == 0;
+    };
+    if (l.types.size() != 1) {
+      if (transport_field(l.text) || l.text.find(" . tcp ") != std::string::npos ||
+          l.text.find(" . udp ") != std::string::npos || l.text.find(" . sctp ") != std::string::npos)
+        transport_ = Transport::Unsure;
+      return;
+    }
+    if (l.text == "meta l4proto" || l.text == "ip protocol") {
+      if (!named_set && op != "!=") transport_ = Transport::Known;
+      return;
+    }
+    if (transport_field(l.text)) transport_ = named_set ? Transport::Unsure : Transport::Known;
+  }
+
   std::string nat_target(std::string_view kind) {
+    const Loc keyword = t_[p_ - 1].loc;
     if (fam_ == Family::Inet) bad("nat in an inet table");
     if (is("ip") || is("ip6")) ++p_;
     if (!is("to")) bad("a nat statement without 'to'");
@@ -561,6 +589,7 @@ class RuleParser {
     std::string w = std::string(t.text);
     std::string out;
     std::string addr, port;
+    size_t port_at = 0;  // the port's offset in the token
     if (!w.empty() && w[0] == '[') {
       size_t rb = w.find(']');
       if (rb == std::string::npos) bad("a nat address");
@@ -568,6 +597,7 @@ class RuleParser {
       if (rb + 1 < w.size()) {
         if (w[rb + 1] != ':') bad("a nat address");
         port = w.substr(rb + 2);
+        port_at = rb + 2;
       }
       if (fam_ != Family::Ip6) bad("an IPv6 nat address in an ip table");
     } else if (fam_ == Family::Ip6) {
@@ -575,7 +605,10 @@ class RuleParser {
     } else {
       size_t colon = w.find(':');
       addr = w.substr(0, colon);
-      if (colon != std::string::npos) port = w.substr(colon + 1);
+      if (colon != std::string::npos) {
+        port = w.substr(colon + 1);
+        port_at = colon + 1;
+      }
     }
     std::string canon, bytes;
     if (!canonical_value(fam_ == Family::Ip6 ? Dtype::Ipv6Addr : Dtype::Ipv4Addr, addr, &canon, &bytes))
@@ -586,6 +619,12 @@ class RuleParser {
       std::string pc, pb;
       if (!canonical_value(Dtype::InetService, port, &pc, &pb)) bad("a nat port");
       out += ":" + pc;
+      if (transport_ == Transport::Unsure) bad("a nat port after a transport match kpc does not model");
+      if (transport_ == Transport::Absent && !transport_error_) {
+        const int b = t.loc.col_begin + static_cast<int>(port_at);
+        transport_error_ = ParsedRule::TransportError{Loc{t.loc.line, b, b + static_cast<int>(port.size()) - 1},
+                                                      keyword, ref_locs_.size()};
+      }
     }
     return std::string(kind) + " to " + out;
   }
@@ -697,6 +736,7 @@ class RuleParser {
       const Token& s = next();
       add_set_ref(s, ParsedRule::Ref::Set);
       lookup_types_.push_back({std::string(s.text), l.types});
+      note_transport(l, op, true);
       return l.text + (op == "!=" ? " != " : " ") + "@" + std::string(s.text);
     }
     if (l.types.size() != 1) bad("a concatenation match");
@@ -740,6 +780,7 @@ class RuleParser {
       rhs = value(l.types[0], &sk);
       if (l.binop && peek().kind == Tok::Comma) bad("a list");
     }
+    note_transport(l, op, false);
     std::string out = l.text;
     if (op == "!=") out += " !=";
     else if (l.binop) out += " ==";

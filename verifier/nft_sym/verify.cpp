@@ -225,8 +225,25 @@ namespace {
 // The verdict from the two applications (a: prior + partial, b: prior + full) and, when
 // both apply, the two listings (computed by listings(), possibly side by side).
 template <class Listings>
+NftVerifyResult conclude_applied(nft::NftState& a, nft::NftState& b, const nft::ApplyResult& ra,
+                                 const nft::ApplyResult& rb, const NftVerifyOptions& vo, Listings listings);
+
+// The verdict, at most "cannot prove" when the partial or the full has a rule kpc keeps verbatim
+// (the model takes any rule text, as knftables' fake does; nft may refuse it: `foo bar`, a value
+// nft does not parse). A failure to apply stands: nft refuses the file either way.
+template <class Listings>
 NftVerifyResult conclude(nft::NftState& a, nft::NftState& b, const nft::ApplyResult& ra, const nft::ApplyResult& rb,
                          const NftVerifyOptions& vo, Listings listings) {
+  NftVerifyResult r = conclude_applied(a, b, ra, rb, vo, listings);
+  if (r.verdict == Verdict::FailsToApply) return r;
+  for (const auto* res : {&ra, &rb}) r.unmodelled_rules.insert(r.unmodelled_rules.end(), res->warnings.begin(), res->warnings.end());
+  if (!r.unmodelled_rules.empty()) r.verdict = Verdict::CannotProve;
+  return r;
+}
+
+template <class Listings>
+NftVerifyResult conclude_applied(nft::NftState& a, nft::NftState& b, const nft::ApplyResult& ra,
+                                 const nft::ApplyResult& rb, const NftVerifyOptions& vo, Listings listings) {
   NftVerifyResult r;
   if (!rb.ok) {
     r.verdict = Verdict::FailsToApply;
@@ -306,21 +323,28 @@ bool same_printed_fields(const nft::NftState& a, const nft::NftState& b) {
 }
 
 // Applies the partial to a copy of the prior and the full to the prior itself, on two threads,
-// then compares the listings, printed on two threads. (The copy is made before either side
-// changes anything; each thread then owns its state, so no look-up index is built by two
-// threads at once.) The result is verify_nft's: the full's failure first, then the partial's.
+// then compares the listings, printed on two threads. (The copy is made while the full is
+// evaluated, which only reads the prior; each thread then owns its state, so no look-up index
+// is built by two threads at once.) The result is verify_nft's: the full's failure first, then the partial's.
 NftVerifyResult verify_prepared(nft::NftState&& prior, nft::PreparedScript partial_script,
                                 nft::PreparedScript full_script, std::string_view partial, std::string_view full,
                                 const NftVerifyOptions& vo, std::string_view partial_name,
                                 std::string_view full_name) {
-  nft::NftState b = std::move(prior);               // prior + full
-  nft::NftState a = nft::copy_on_two_threads(b);    // prior + partial
+  nft::NftState b = std::move(prior);  // prior + full
+  nft::NftState a;                     // prior + partial
   nft::ApplyResult ra, rb;
   nft::PreparedScript spent_partial, spent_full;
   nft::PreparedScript* keep_p = vo.keep_until_exit ? &spent_partial : nullptr;
   nft::PreparedScript* keep_f = vo.keep_until_exit ? &spent_full : nullptr;
-  side_by_side([&] { ra = nft::apply_prepared(a, std::move(partial_script), partial, partial_name, keep_p); },
-               [&] { rb = nft::apply_prepared(b, std::move(full_script), full, full_name, keep_f); });
+  // The prior's copy is made while the full is evaluated; the partial is applied to it while the
+  // full's batch runs.
+  rb = nft::apply_prepared_forking(
+      b, std::move(full_script), full, full_name,
+      [&](nft::NftState& copy) {
+        a = std::move(copy);
+        ra = nft::apply_prepared(a, std::move(partial_script), partial, partial_name, keep_p);
+      },
+      keep_f);
   NftVerifyResult r = conclude(a, b, ra, rb, vo, [&] {
     if (same_printed_fields(a, b)) return true;
     std::string la, lb;
@@ -399,6 +423,10 @@ std::string format_text(const NftVerifyResult& r, bool verbose) {
     out += "\n";
   }
   if (r.behaviour) out += sem::verify_behaviour_text(*r.behaviour, verbose);
+  if (!r.unmodelled_rules.empty()) {
+    out += "  not proved: kpc keeps these rules verbatim and cannot tell whether nft takes them:\n";
+    for (const auto& w : r.unmodelled_rules) out += "    " + w + "\n";
+  }
   return out;
 }
 
@@ -422,6 +450,11 @@ std::string format_markdown(const NftVerifyResult& r) {
     ro.before_name = "full";
     ro.after_name = "partial";
     out += sem::diff_markdown(*r.behaviour, ro);
+  }
+  if (!r.unmodelled_rules.empty()) {
+    out += "Not proved: kpc keeps these rules verbatim and cannot tell whether nft takes them:\n\n";
+    for (const auto& w : r.unmodelled_rules) out += "- `" + w + "`\n";
+    out += "\n";
   }
   return out;
 }
@@ -455,6 +488,7 @@ std::string format_json(const NftVerifyResult& r) {
     jb["self_check_failures"] = b.self_check_failures;
     j["packets"] = jb;
   }
+  if (!r.unmodelled_rules.empty()) j["unmodelled_rules"] = r.unmodelled_rules;
   return j.dump(2) + "\n";
 }
 
