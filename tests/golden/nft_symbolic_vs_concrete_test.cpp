@@ -226,7 +226,7 @@ add set ip t aff { type ipv4_addr ; flags dynamic,timeout ; timeout 3h ; }
 add map ip t m { type ipv4_addr . inet_proto . inet_service : verdict ; }
 add chain ip t pre { type nat hook prerouting priority -100 ; }
 add chain ip t post { type nat hook postrouting priority 100 ; }
-add chain ip t fwd { type filter hook forward priority 0 ; policy drop ; }
+add chain ip t forward-chain { type filter hook forward priority 0 ; policy drop ; }
 add chain ip t svc
 add chain ip t ep1
 add chain ip t ep2
@@ -241,11 +241,11 @@ add rule ip t ep1 meta l4proto { tcp, udp } dnat to 10.1.0.1:8080
 add rule ip t ep2 meta mark set meta mark and 0xffff00ff
 add rule ip t ep2 dnat to 10.1.0.2
 add rule ip t post ct status dnat masquerade fully-random
-add rule ip t fwd jump sub
-add rule ip t fwd ct state established,related accept
-add rule ip t fwd fib saddr type local reject
-add rule ip t fwd tcp dport 8080 accept
-add rule ip t fwd ip saddr { 10.0.0.0/8, 1.2.3.0-1.2.3.9 } accept
+add rule ip t forward-chain jump sub
+add rule ip t forward-chain ct state established,related accept
+add rule ip t forward-chain fib saddr type local reject
+add rule ip t forward-chain tcp dport 8080 accept
+add rule ip t forward-chain ip saddr { 10.0.0.0/8, 1.2.3.0-1.2.3.9 } accept
 add rule ip t sub meta mark & 0x4000 == 0x4000 return
 add rule ip t sub oifname "eth0" udp dport 1-100 drop
 add element ip t m { 10.96.0.1 . tcp . 80 : goto svc, 10.96.0.10 . udp . 53 : goto svc }

@@ -659,7 +659,6 @@ TEST(NftModel, ANatPortNeedsATransportProtocolMatchBeforeIt) {
       "ip t c tcp dport != 80 dnat to 2.2.2.2:80",          "ip t c meta l4proto tcp counter dnat to 2.2.2.2:80",
       "ip t c ip protocol { tcp, udp } dnat to 2.2.2.2:80", "ip t c meta l4proto { tcp } dnat to 2.2.2.2:80",
       "ip t c meta l4proto != tcp tcp dport 80 dnat to 2.2.2.2:80",
-      "ip t c ip protocol tcp th dport 80 dnat to 2.2.2.2:80",
   };
   for (const char* rule : taken) {
     NftState s = base;
@@ -707,11 +706,14 @@ TEST(NftModel, ANatPortNeedsATransportProtocolMatchBeforeIt) {
             "x.nft:1:50-51: Error: transport protocol mapping is only valid after transport protocol match\n"
             "add rule ip t c ip daddr 1.1.1.1 dnat to 2.2.2.2:80\n"
             "                                 ~~~~            ^^\n");
-  // The statements in order: a missing set before the nat statement is reported, one after it is not.
+  // The statements in order: a missing set before the nat statement is reported first.
   EXPECT_EQ(apply_script(s, "add rule ip t c ip saddr @nothere dnat to 2.2.2.2:80\n", "x.nft").error->to_string(),
             "x.nft:1:26-33: Error: No such file or directory");
-  EXPECT_EQ(apply_script(s, "add rule ip t c dnat to 2.2.2.2:80 update @nothere { ip saddr }\n", "x.nft").error->to_string(),
-            "x.nft:1:33-34: Error: transport protocol mapping is only valid after transport protocol match");
+  // A th field after `ip protocol tcp` (nft lists the two merged: `tcp dport 80`): kept
+  // verbatim, nothing claimed; so is a statement after a nat statement (terminal in nft).
+  EXPECT_EQ(apply_script(s, "add rule ip t c ip protocol tcp th dport 80 dnat to 2.2.2.2:80\n", "x.nft").warnings.size(), 1u);
+  ApplyResult after = apply_script(s, "add rule ip t c meta l4proto tcp dnat to 2.2.2.2:80 counter\n", "x.nft");
+  EXPECT_EQ(after.warnings.size(), 1u);
   // A listing is the kernel's state: read as it is.
   NftState l;
   EXPECT_TRUE(parse_listing("table ip t {\n\tchain c {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n"
@@ -735,6 +737,56 @@ TEST(NftModel, ARuleWithAnUnclosedBraceAtTheEndIsRefused) {
   // closed on a later line: taken (nft too)
   r = apply_script(s, "add rule ip t c ip daddr { 1.1.1.1,\n 2.2.2.2 } accept\n", "b3.nft");
   EXPECT_TRUE(r.ok) << all_errors(r);
+}
+
+// What nft reads otherwise than the model would: never claimed (each case found by
+// NftModelKernel.MutatedRulesTakenByTheModelAreTakenByNft against nft 1.0.6, session 15).
+TEST(NftModel, WhatNftReadsOtherwiseIsNotClaimed) {
+  NftState base;
+  ASSERT_TRUE(apply_script(base,
+                           "add table ip t\n"
+                           "add chain ip t c\n"
+                           "add chain ip t p { type nat hook postrouting priority 100 ; }\n",
+                           "state.nft")
+                  .ok);
+  auto verbatim = [&](const std::string& rule) {
+    NftState s = base;
+    ApplyResult r = apply_script(s, "add rule ip t " + rule + "\n", "x.nft");
+    return r.ok && r.warnings.size() == 1;
+  };
+  auto refused = [&](const std::string& text) {
+    NftState s = base;
+    return apply_script(s, text, "x.nft").not_modelled();
+  };
+  // nat statements end the rule in nft ("Statement after terminal statement has no effect")
+  EXPECT_TRUE(verbatim("p masquerade masquerade"));
+  EXPECT_TRUE(verbatim("p masquerade counter"));
+  // nft lists a mark mask of leading ones as a prefix (`meta mark 0x00000005/16`)
+  EXPECT_TRUE(verbatim("c mark and 0xffff0000 == 0x5 return"));
+  EXPECT_TRUE(verbatim("c mark and 0 0x4000 return"));
+  EXPECT_FALSE(verbatim("c mark and 0x4000 == 0 return"));
+  // nft lists `meta l4proto udp th dport 53` as `udp dport 53`
+  EXPECT_TRUE(verbatim("c meta l4proto udp th dport 53 accept"));
+  EXPECT_TRUE(verbatim("c meta l4proto { udp } th dport 53 accept"));
+  EXPECT_FALSE(verbatim("c meta l4proto { tcp, udp } th dport 53 accept"));
+  // an unquoted interface name that nft reads as another token
+  EXPECT_TRUE(verbatim("c iifname iifname accept"));
+  EXPECT_TRUE(verbatim("c iifname != != accept"));
+  EXPECT_FALSE(verbatim("c iifname eth* accept"));
+  // names that are nft keywords or not nft's string token, unquoted: refused
+  EXPECT_TRUE(refused("add chain ip t jump\n"));
+  EXPECT_TRUE(refused("add chain ip t fwd\n"));
+  EXPECT_TRUE(refused("add rule ip t c jump xor\n"));
+  EXPECT_TRUE(refused("add rule ip t c numgen random mod 2 vmap { 0 : goto c, 1 : goto . }\n"));
+  EXPECT_TRUE(refused("add rule ip t c ip saddr @set accept\n"));
+  EXPECT_TRUE(refused("add table ip map\n"));
+  EXPECT_FALSE(refused("add chain ip t state\n"));  // a keyword only in other contexts
+  EXPECT_FALSE(refused("add chain ip t \"jump\"\n"));
+  EXPECT_TRUE(is_keyword_name("jump"));
+  EXPECT_FALSE(is_keyword_name("services"));
+  EXPECT_TRUE(is_plain_name("endpoint-AAAA-ns/svc/tcp/http__10.1.0.1/8080"));
+  EXPECT_FALSE(is_plain_name("."));
+  EXPECT_FALSE(is_plain_name("1abc"));
 }
 
 }  // namespace

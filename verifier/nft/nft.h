@@ -296,6 +296,13 @@ std::string format_time_ms(uint64_t ms);
 /// nft 1.0.6's misspelling check (src/misspell.c): is `b` close enough to `a` to suggest `a`,
 /// and at which distance (as nft computes it, quirks included). -1: not a candidate.
 int misspell_distance(std::string_view a, std::string_view b);
+/// Is `name`, unquoted, a word nft 1.0.6 reads as a keyword where a name is expected (keywords.cpp)?
+/// The model refuses such names ("not modelled"): nft refuses them in some places.
+bool is_keyword_name(std::string_view name);
+std::vector<std::string_view> keyword_names();  ///< the list, sorted
+/// An unquoted name the model takes: a letter, then letters, digits and / - _ . (nft's string
+/// token), and not a keyword name. The model refuses any other unquoted name ("not modelled").
+bool is_plain_name(std::string_view name);
 /// `nft list`'s priority text for a base chain ("dstnat - 10", "filter", "-110").
 std::string priority_text(Family f, std::string_view hook, int priority);
 

@@ -321,6 +321,15 @@ class Parser {
     next();
     return std::string(t.text);
   }
+  // A table, chain, set, map or flowtable name: word(); an unquoted name that is not a plain name
+  // (is_plain_name: a keyword, or not nft's string token) is refused: nft says "syntax error" for
+  // some of them in some places.
+  std::string name(const char* what, Loc* loc = nullptr) {
+    const Token& t = peek();
+    if (t.kind == Tok::Word && !is_plain_name(t.text))
+      fail(t.loc, "the name '" + std::string(t.text) + "' is an nft keyword or not a plain name (nft takes it quoted only)", true);
+    return word(what, loc);
+  }
   uint64_t number(const char* what, Loc* loc = nullptr) {
     const Token& t = peek();
     uint64_t v;
@@ -346,7 +355,7 @@ class Parser {
         next();
       }
     }
-    c.table = word("table name", &c.table_loc);
+    c.table = name("table name", &c.table_loc);
     if (c.family != Family::Ip && c.family != Family::Ip6 && c.family != Family::Inet)
       fail(c.table_loc, std::string("family ") + family_name(c.family) + " is not modelled by kpc");
   }
@@ -406,7 +415,7 @@ class Parser {
           if (c.verb != Verb::Delete) fail(c.handle_loc, "syntax error, unexpected handle", true);
           break;
         }
-        c.name = word("chain name", &c.name_loc);
+        c.name = name("chain name", &c.name_loc);
         if (peek().kind == Tok::LBrace) {
           if (c.verb != Verb::Add && c.verb != Verb::Create) fail(peek().loc, "syntax error, unexpected '{'", true);
           next();
@@ -423,7 +432,7 @@ class Parser {
           if (c.verb != Verb::Delete) fail(c.handle_loc, "syntax error, unexpected handle", true);
           break;
         }
-        c.name = word("set name", &c.name_loc);
+        c.name = name("set name", &c.name_loc);
         if (c.verb == Verb::Add || c.verb == Verb::Create) {
           c.set.mut().name = c.name;
           c.set.mut().is_map = c.obj == Obj::Map;
@@ -433,7 +442,7 @@ class Parser {
         }
         break;
       case Obj::Element:
-        c.name = word("set name", &c.name_loc);
+        c.name = name("set name", &c.name_loc);
         if (c.verb == Verb::Flush) fail(c.name_loc, "syntax error", true);
         expect(Tok::LBrace, "'{'");
         c.elements = element_list();
@@ -444,7 +453,7 @@ class Parser {
           c.handle = number("handle", &c.handle_loc);
           break;
         }
-        c.name = word("flowtable name", &c.name_loc);
+        c.name = name("flowtable name", &c.name_loc);
         if (peek().kind == Tok::LBrace) {
           next();
           flowtable_body(c.flowtable.mut());
@@ -452,7 +461,7 @@ class Parser {
         }
         break;
       case Obj::Rule: {
-        c.name = word("chain name", &c.name_loc);
+        c.name = name("chain name", &c.name_loc);
         if (c.verb == Verb::Delete) {
           if (!is_word("handle")) fail(peek().loc, "syntax error, unexpected " + describe(peek()) + ", expecting handle", true);
           next();
@@ -532,7 +541,7 @@ class Parser {
         ch.family = c.family;
         ch.table = c.table;
         ch.table_loc = c.table_loc;
-        ch.name = word("chain name", &ch.name_loc);
+        ch.name = name("chain name", &ch.name_loc);
         ch.chain.mut().name = ch.name;
         expect(Tok::LBrace, "'{'");
         if (auto h = handle_comment()) ch.listed_handle = *h;
@@ -549,7 +558,7 @@ class Parser {
         st.family = c.family;
         st.table = c.table;
         st.table_loc = c.table_loc;
-        st.name = word("set name", &st.name_loc);
+        st.name = name("set name", &st.name_loc);
         st.set.mut().name = st.name;
         st.set.mut().is_map = st.obj == Obj::Map;
         expect(Tok::LBrace, "'{'");
@@ -565,7 +574,7 @@ class Parser {
         ft.family = c.family;
         ft.table = c.table;
         ft.table_loc = c.table_loc;
-        ft.name = word("flowtable name", &ft.name_loc);
+        ft.name = name("flowtable name", &ft.name_loc);
         ft.flowtable.mut().name = ft.name;
         expect(Tok::LBrace, "'{'");
         if (auto h = handle_comment()) ft.flowtable.mut().handle = *h;
@@ -782,7 +791,7 @@ class Parser {
       if (peek().kind == Tok::Colon) {
         next();
         std::string v = word("element value");
-        if (v == "goto" || v == "jump") v += " " + word("chain name");
+        if (v == "goto" || v == "jump") v += " " + name("chain name");
         else if (is_word(".")) fail(peek().loc, "concatenated map data is not modelled by kpc");
         e.value = v;
       }

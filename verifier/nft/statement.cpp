@@ -251,11 +251,19 @@ class RuleParser {
     return std::string(t.text);
   }
 
+  // A name nft reads as a keyword or another token (`jump jump`, `goto .`, `@set`): nft refuses
+  // some of them; so does kpc (not modelled), rather than keep the rule verbatim.
+  static void refuse_keyword_name(const Token& t) {
+    if ((t.kind == Tok::Word || t.kind == Tok::SetRef) && !is_plain_name(t.text))
+      throw ParseFailure{t.loc, "the name '" + std::string(t.text) + "' is an nft keyword or not a plain name (nft takes it quoted only)", true};
+  }
   void add_chain_ref(const Token& t) {
+    refuse_keyword_name(t);
     refs_.chains.push_back(std::string(t.text));
     ref_locs_.push_back({std::string(t.text), t.loc, ParsedRule::Ref::Chain});
   }
   void add_set_ref(const Token& t, ParsedRule::Ref::Kind k) {
+    refuse_keyword_name(t);
     refs_.sets.push_back(std::string(t.text));
     if (k == ParsedRule::Ref::Dynset) refs_.dynset.push_back(std::string(t.text));
     ref_locs_.push_back({std::string(t.text), t.loc, k});
@@ -286,7 +294,10 @@ class RuleParser {
     if (w == "mark") return take(1, "meta mark", Dtype::Mark);
     if (w == "meta" && (is("iifname", 1) || is("oifname", 1))) return take(2, std::string(peek(1).text), Dtype::Ifname);
     if (w == "iifname" || w == "oifname") return take(1, std::string(w), Dtype::Ifname);
-    if (w == "th" && (is("dport", 1) || is("sport", 1))) return take(2, "th " + std::string(peek(1).text), Dtype::InetService);
+    if (w == "th" && (is("dport", 1) || is("sport", 1))) {
+      if (one_transport_) bad("a th field after a match of one transport protocol (nft lists the two merged)");
+      return take(2, "th " + std::string(peek(1).text), Dtype::InetService);
+    }
     if ((w == "tcp" || w == "udp" || w == "sctp") && (is("dport", 1) || is("sport", 1)))
       return take(2, std::string(w) + " " + std::string(peek(1).text), Dtype::InetService);
     if (w == "ct" && is("state", 1)) {
@@ -329,7 +340,13 @@ class RuleParser {
     if (out->types.size() == 1 && out->types[0] == Dtype::Mark && (is("and", 0) || is("&", 0))) {
       ++p_;
       std::string v, b;
-      if (!canonical_value(Dtype::Mark, word(), &v, &b)) bad("a mark mask");
+      const std::string m = word();
+      if (!canonical_value(Dtype::Mark, m, &v, &b)) bad("a mark mask");
+      // A mask of leading ones (0, 0xffff0000, 0xffffffff) nft lists as a prefix
+      // (`meta mark 0x00000005/16`, or without `/32`): not this form.
+      uint64_t mv = 0;
+      const uint32_t inv = parse_uint(m, &mv) ? ~static_cast<uint32_t>(mv) : 0;
+      if ((inv & (inv + 1)) == 0) bad("a mark mask nft lists as a prefix");
       out->text += " & " + v;
       out->binop = true;
     }
@@ -342,6 +359,12 @@ class RuleParser {
     const Token& t = next();
     if (d == Dtype::Ifname) {
       if (t.kind != Tok::String && t.kind != Tok::Word) bad("an interface name");
+      // unquoted: nft's string token (a keyword or a symbol is another token), `*` at the end
+      if (t.kind == Tok::Word) {
+        std::string_view n = t.text;
+        if (!n.empty() && n.back() == '*') n.remove_suffix(1);
+        if (!is_plain_name(n)) bad("an unquoted interface name nft may not read as one");
+      }
       std::string out, b;
       if (!canonical_value(d, t.text, &out, &b)) bad("an interface name");
       *sortkey = b;
@@ -516,6 +539,7 @@ class RuleParser {
       if (v.text == "jump" || v.text == "goto") {
         const Token& c = next();
         if (c.kind != Tok::Word) bad("a chain name");
+        refuse_keyword_name(c);
         e.val = std::string(v.text) + " " + std::string(c.text);
         e.chain = std::string(c.text);
         refs_.chains.push_back(std::string(c.text));
@@ -560,7 +584,15 @@ class RuleParser {
   // tcp/udp/sctp field in a named-set lookup or a concatenation (not checked against nft).
   enum class Transport { Absent, Known, Unsure };
   Transport transport_ = Transport::Absent;
-  void note_transport(const Lhs& l, const std::string& op, bool named_set) {
+  // A match that fixes one transport protocol (`meta l4proto udp`, `ip protocol { udp }`, `udp
+  // sport 1`): nft lists a `th` field after it merged with it (`meta l4proto udp th dport 53` is
+  // `udp dport 53`), which this model does not print.
+  bool one_transport_ = false;
+  void note_transport(const Lhs& l, const std::string& op, bool named_set, bool single = true) {
+    if (l.types.size() == 1 && op != "!=" && !named_set && single &&
+        (l.text == "meta l4proto" || l.text == "ip protocol" || l.text.rfind("tcp ", 0) == 0 ||
+         l.text.rfind("udp ", 0) == 0 || l.text.rfind("sctp ", 0) == 0))
+      one_transport_ = true;
     if (transport_ == Transport::Known) return;
     auto transport_field = [](const std::string& f) {
       return f.rfind("tcp ", 0) == 0 || f.rfind("udp ", 0) == 0 || f.rfind("sctp ", 0) == 0;
@@ -642,9 +674,12 @@ class RuleParser {
       *terminal = true;
       return "reject";
     }
+    // nat statements and reject end the rule in nft ("Statement after terminal statement has no
+    // effect" for anything after them), as verdicts do.
     if (w == "masquerade") {
       ++p_;
       refs_.masquerade = true;
+      *terminal = true;
       if (is("fully-random") || is("random") || is("persistent")) {
         std::string f = word();
         if (peek().kind == Tok::Comma) bad("several masquerade flags");
@@ -656,6 +691,7 @@ class RuleParser {
     if (w == "dnat" || w == "snat") {
       ++p_;
       (w == "dnat" ? refs_.dnat : refs_.snat) = true;
+      *terminal = true;
       return nat_target(w);
     }
     if (w == "counter") {
@@ -741,6 +777,7 @@ class RuleParser {
     }
     if (l.types.size() != 1) bad("a concatenation match");
     std::string rhs;
+    bool one_element = true;  // (an anonymous set of several elements: false)
     if (l.fib) {
       std::string v = word();
       bool ok = false;
@@ -775,12 +812,13 @@ class RuleParser {
       if (l.binop) bad("a set of masks");
       bool single = false;
       rhs = anon_set(l.types[0], &single, open);
+      one_element = single;
     } else {
       std::string sk;
       rhs = value(l.types[0], &sk);
       if (l.binop && peek().kind == Tok::Comma) bad("a list");
     }
-    note_transport(l, op, false);
+    note_transport(l, op, false, one_element);
     std::string out = l.text;
     if (op == "!=") out += " !=";
     else if (l.binop) out += " ==";

@@ -1,0 +1,56 @@
+// Names nft 1.0.6 does not take unquoted: words its scanner reads as keywords where a table,
+// chain, set, map or flowtable name is expected (`add chain ip t jump`: "syntax error,
+// unexpected jump, expecting string"). Derived from nft itself: every token name of its parser
+// (the quoted words in libnftables.so.1) written, unquoted, as a table name, a chain name, a set
+// name, a map name, a rule's chain, a jump target and a set reference, each checked with
+// `nft -c` in a network namespace; a word nft refused in any of those places is listed (session
+// 15). The operator words (`and`, `xor`, `eq`, `lshift`, ...), whose token names are symbols,
+// were checked so too. Words nft reads as keywords only in some contexts (`in`, `out`, `state`, `data`) are taken
+// everywhere and are not listed. NftModelKernel.KeywordNamesAsInNft derives it again.
+#include <algorithm>
+#include <iterator>
+#include <string_view>
+
+#include "verifier/nft/nft.h"
+
+namespace kpc::verifier::nft {
+
+namespace {
+// sorted
+constexpr std::string_view kKeywordNames[] = {
+    "accept", "add", "ah", "all", "and", "arp", "auto-merge", "bridge", "cgroup", "chain",
+    "comment", "comp", "constant", "continue", "counter", "cpu", "create", "ct", "day", "dccp",
+    "define", "delete", "describe", "device", "devices", "dnat", "drop", "dst", "dup", "dynamic",
+    "ecn", "element", "elements", "eq", "esp", "ether", "exists", "expires", "export", "exthdr",
+    "fib", "flags", "flow", "flowtable", "flush", "frag", "fwd", "gc-interval", "ge", "get", "goto",
+    "gt", "handle", "hbh", "hook", "hour", "ibriport", "ibrname", "icmp", "icmpv6", "igmp", "iif",
+    "iifgroup", "iifname", "iiftype", "import", "include", "index", "inet", "insert", "interval",
+    "ip", "ip6", "ipsec", "jhash", "jump", "le", "limit", "list", "ll", "log", "lshift", "lt",
+    "map", "mark", "masquerade", "meta", "meter", "mh", "missing", "monitor", "ne", "netdev",
+    "nftrace", "nh", "not", "notrack", "numgen", "obriport", "obrname", "offload", "oif",
+    "oifgroup", "oifname", "oiftype", "or", "osf", "pkttype", "policy", "position", "priority",
+    "queue", "quota", "random", "redefine", "redirect", "reject", "rename", "replace", "reset",
+    "return", "rshift", "rt", "rt0", "rt2", "rtclassid", "rule", "ruleset", "sctp", "secmark",
+    "set", "size", "skgid", "skuid", "snat", "socket", "srh", "symhash", "synproxy", "table", "tcp",
+    "th", "time", "timeout", "tproxy", "type", "typeof", "udp", "udplite", "undefine", "update",
+    "vlan", "vmap", "xor", "xt",
+};
+}  // namespace
+
+bool is_keyword_name(std::string_view name) {
+  return std::binary_search(std::begin(kKeywordNames), std::end(kKeywordNames), name);
+}
+
+std::vector<std::string_view> keyword_names() { return {std::begin(kKeywordNames), std::end(kKeywordNames)}; }
+
+// nft's scanner reads an unquoted name as its `string` token: a letter first (kpc does not
+// take nft's `_` / `.` starts, which other tokens may win), then letters, digits and / - _ .
+bool is_plain_name(std::string_view name) {
+  auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  if (name.empty() || !letter(name[0])) return false;
+  for (char c : name)
+    if (!letter(c) && !(c >= '0' && c <= '9') && c != '/' && c != '-' && c != '_' && c != '.') return false;
+  return !is_keyword_name(name);
+}
+
+}  // namespace kpc::verifier::nft
