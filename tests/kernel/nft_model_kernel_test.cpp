@@ -241,6 +241,15 @@ TEST(NftModelKernel, KubeProxyBaseRulesLoadAsInNft) {
   EXPECT_EQ(lines(dump), lines(base + svcs));
 }
 
+// A namespace and a model both holding exactly `state` (a script), for tests that apply one
+// transaction after another to both.
+void load_both(Runner& r, const std::string& state, nft::NftState* model) {
+  ASSERT_EQ(r.nft({"flush", "ruleset"}).exit_code, 0);
+  ASSERT_EQ(r.nft({"-f", r.write("state.nft", state)}).exit_code, 0);
+  *model = nft::NftState{};
+  ASSERT_TRUE(nft::apply_script(*model, state, "state.nft").ok);
+}
+
 // nat statements with and without a transport protocol before them, and rules whose '{' is not
 // closed at the end of the file, each applied by nft and by the model: nft's verdict, and for
 // the transport error its message byte for byte (an unclosed brace: kpc refuses what nft refuses,
@@ -275,10 +284,8 @@ TEST(NftModelKernel, NatPortsAndUnclosedBracesAsInNft) {
   size_t n = 0, refused = 0;
   for (const char* rule : rules) {
     SCOPED_TRACE(rule);
-    ASSERT_EQ(r.nft({"flush", "ruleset"}).exit_code, 0);
-    ASSERT_EQ(r.nft({"-f", r.write("state.nft", state)}).exit_code, 0);
     nft::NftState model;
-    ASSERT_TRUE(nft::apply_script(model, state, "state.nft").ok);
+    load_both(r, state, &model);
     const std::string tp = r.write("tx.nft", std::string(rule) + "\n");
     CommandResult real = r.nft({"-f", tp});
     nft::ApplyResult mr = nft::apply_script(model, std::string(rule) + "\n", tp);
@@ -300,10 +307,8 @@ TEST(NftModelKernel, NatPortsAndUnclosedBracesAsInNft) {
                                                    {"add rule ip t f ip daddr { 1.1.1.1,\n 2.2.2.2 accept\n", false}};
   for (const auto& [text, same_place] : unclosed) {
     SCOPED_TRACE(text);
-    ASSERT_EQ(r.nft({"flush", "ruleset"}).exit_code, 0);
-    ASSERT_EQ(r.nft({"-f", r.write("state.nft", state)}).exit_code, 0);
     nft::NftState model;
-    ASSERT_TRUE(nft::apply_script(model, state, "state.nft").ok);
+    load_both(r, state, &model);
     const std::string tp = r.write("tx.nft", text);
     CommandResult real = r.nft({"-f", tp});
     nft::ApplyResult mr = nft::apply_script(model, text, tp);
@@ -369,12 +374,7 @@ TEST(NftModelKernel, MutatedRulesTakenByTheModelAreTakenByNft) {
   if (const char* l = std::getenv("KPC_LONG"); l && std::string(l) == "1") count = 4000;
   std::mt19937_64 rng(20261205);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
-  auto reload = [&](nft::NftState* model) {
-    ASSERT_EQ(r.nft({"flush", "ruleset"}).exit_code, 0);
-    ASSERT_EQ(r.nft({"-f", r.write("state.nft", state)}).exit_code, 0);
-    *model = nft::NftState{};
-    ASSERT_TRUE(nft::apply_script(*model, state, "state.nft").ok);
-  };
+  auto reload = [&](nft::NftState* model) { load_both(r, state, model); };
   nft::NftState model;
   reload(&model);
   size_t canonical = 0, verbatim = 0, not_modelled = 0, refused_alike = 0, mismatches = 0;
