@@ -37,7 +37,16 @@ constexpr std::string_view kKeywordNames[] = {
 };
 }  // namespace
 
+constexpr size_t longest_keyword_name() {
+  size_t m = 0;
+  for (std::string_view w : kKeywordNames) m = std::max(m, w.size());
+  return m;
+}
+constexpr size_t kLongestKeywordName = longest_keyword_name();
+
 bool is_keyword_name(std::string_view name) {
+  // kube-proxy's names are longer than any keyword: no search for them
+  if (name.size() > kLongestKeywordName) return false;
   return std::binary_search(std::begin(kKeywordNames), std::end(kKeywordNames), name);
 }
 
