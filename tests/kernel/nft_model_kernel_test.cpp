@@ -328,7 +328,7 @@ TEST(NftModelKernel, NatPortsAndUnclosedBracesAsInNft) {
 // takes a rule without keeping it verbatim, nft takes it too and lists the same ruleset; whenever
 // the model refuses one with nft's own message (not "not modelled"), nft refuses it with that
 // message. (Rules the model keeps verbatim prove nothing -- `kpc verify` says "cannot prove" --
-// and are only counted.) CI: 400 mutants; KPC_LONG=1: 4,000.
+// and are only counted.) 25 seeds, 5 of them IPv6. CI: 400 mutants; KPC_LONG=1: 4,000.
 TEST(NftModelKernel, MutatedRulesTakenByTheModelAreTakenByNft) {
   if (auto why = differential_unavailable(); !why.empty()) GTEST_SKIP() << why;
   Runner r;
@@ -341,7 +341,13 @@ TEST(NftModelKernel, MutatedRulesTakenByTheModelAreTakenByNft) {
       "add chain ip t svc\nadd chain ip t ep\n"
       "add set ip t s4 { type ipv4_addr ; }\n"
       "add set ip t aff { type ipv4_addr ; flags dynamic,timeout ; timeout 3h ; }\n"
-      "add map ip t m { type ipv4_addr . inet_proto . inet_service : verdict ; }\n";
+      "add map ip t m { type ipv4_addr . inet_proto . inet_service : verdict ; }\n"
+      "add table ip6 t6\n"
+      "add chain ip6 t6 nat { type nat hook output priority -100 ; }\n"
+      "add chain ip6 t6 filt { type filter hook input priority 0 ; }\n"
+      "add chain ip6 t6 svc\nadd chain ip6 t6 ep\n"
+      "add set ip6 t6 s6 { type ipv6_addr ; }\n"
+      "add map ip6 t6 m { type ipv6_addr . inet_proto . inet_service : verdict ; }\n";
   // (chain, rule): the chain a rule of this kind may be in
   const std::pair<const char*, const char*> seeds[] = {
       {"svc", "ip daddr 172.30.0.41 ip saddr != 10.0.0.0/8 jump ep"},
@@ -364,12 +370,18 @@ TEST(NftModelKernel, MutatedRulesTakenByTheModelAreTakenByNft) {
       {"filt", "ip saddr != { 203.0.113.0/25, 5.6.7.8 } drop"},
       {"filt", "meta l4proto { tcp, udp } th dport 53 accept"},
       {"filt", "udp sport 1-100 counter drop"},
+      {"ip6 t6 svc", "ip6 daddr fd00:10:96::41 ip6 saddr != fd00:10::/64 jump ep"},
+      {"ip6 t6 nat", "meta l4proto tcp dnat to [fd00:10::1]:8080"},
+      {"ip6 t6 nat", "ip6 daddr . meta l4proto . th dport vmap @m"},
+      {"ip6 t6 filt", "ip6 daddr @s6 drop"},
+      {"ip6 t6 filt", "ip6 saddr { fd00::/64, 2001:db8::1 } accept"},
   };
   const char* words[] = {"ip", "saddr", "daddr", "meta", "l4proto", "tcp", "udp", "th", "dport", "sport", "ct",
                          "state", "new", "jump", "goto", "accept", "drop", "return", "dnat", "to", "masquerade",
                          "mark", "set", "or", "xor", "and", "==", "!=", "numgen", "random", "mod", "vmap", "@s4",
                          "@m", "@aff", "{", "}", ":", ",", "10.0.0.1", "80", "0x4000", "svc", "comment", "\"x\"",
-                         "counter", "fib", "type", "local", "update", "reject", "protocol", "ip6", "snat", "."};
+                         "counter", "fib", "type", "local", "update", "reject", "protocol", "ip6", "snat", ".",
+                         "fd00::1", "[fd00::1]:80", "@s6", "fd00::/64", "nexthdr"};
   size_t count = 400;
   if (const char* l = std::getenv("KPC_LONG"); l && std::string(l) == "1") count = 4000;
   std::mt19937_64 rng(20261205);
@@ -398,7 +410,9 @@ TEST(NftModelKernel, MutatedRulesTakenByTheModelAreTakenByNft) {
     }
     std::string rule;
     for (const auto& w : toks) rule += (rule.empty() ? "" : " ") + w;
-    const std::string tx = std::string("flush chain ip t ") + chain + "\nadd rule ip t " + chain + " " + rule + "\n";
+    // (a seed's chain is "CHAIN" in table ip t, or "FAMILY TABLE CHAIN")
+    const std::string where = std::string(chain).find(' ') == std::string::npos ? std::string("ip t ") + chain : chain;
+    const std::string tx = "flush chain " + where + "\nadd rule " + where + " " + rule + "\n";
     const std::string tp = r.write("tx.nft", tx);
     nft::ApplyResult mr = nft::apply_script(model, tx, tp);
     if (mr.not_modelled()) {
