@@ -208,15 +208,6 @@ TEST(NftVerifyFast, SameResultsAsTheSequentialPath) {
           EXPECT_EQ(describe(ro, o), describe(on_copy, copy)) << where;
           EXPECT_EQ(calls, 1) << where;
         }
-        // A copy made on two threads acts as a plain copy (and leaves the original as it was).
-        vn::NftState plain = ref_prior;
-        vn::NftState two = vn::copy_on_two_threads(ref_prior);
-        auto p1 = vn::apply_script(plain, *t, "t.nft");
-        auto p2 = vn::apply_script(two, *t, "t.nft");
-        EXPECT_EQ(describe(p1, plain), describe(p2, two)) << where;
-        vn::NftState again = ref_prior;
-        auto p3 = vn::apply_script(again, *t, "t.nft");
-        EXPECT_EQ(describe(p1, plain), describe(p3, again)) << where;
       }
     }
   }

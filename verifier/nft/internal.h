@@ -209,6 +209,11 @@ std::vector<Command> parse_script(std::string_view text);
 /// Inputs under split_min bytes are parsed whole, on this thread.
 std::vector<Command> parse_script_split(std::string_view text, size_t split_min);
 
+/// Throws the model's refusal (ParseFailure, not modelled) when t is an unquoted name (a word or
+/// an @set reference) that is not a plain name (nft::is_plain_name): nft reads it as a keyword
+/// or another token in some places.
+void refuse_unplain_name(const Token& t);
+
 /// Parses a rule's statements (the n tokens of one rule, from toks) for the given family.
 ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, Family family);
 

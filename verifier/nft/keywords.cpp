@@ -5,13 +5,14 @@
 // name, a map name, a rule's chain, a jump target and a set reference, each checked with
 // `nft -c` in a network namespace; a word nft refused in any of those places is listed (session
 // 15). The operator words (`and`, `xor`, `eq`, `lshift`, ...), whose token names are symbols,
-// were checked so too. Words nft reads as keywords only in some contexts (`in`, `out`, `state`, `data`) are taken
-// everywhere and are not listed. NftModelKernel.KeywordNamesAsInNft derives it again.
+// were checked so too. Words nft reads as keywords only in some contexts (`in`, `out`, `state`,
+// `data`) are taken everywhere and are not listed. NftModelKernel.KeywordNamesAsInNft derives the
+// list again.
 #include <algorithm>
 #include <iterator>
 #include <string_view>
 
-#include "verifier/nft/nft.h"
+#include "verifier/nft/internal.h"
 
 namespace kpc::verifier::nft {
 
@@ -43,6 +44,7 @@ constexpr size_t longest_keyword_name() {
   return m;
 }
 constexpr size_t kLongestKeywordName = longest_keyword_name();
+static_assert(std::is_sorted(std::begin(kKeywordNames), std::end(kKeywordNames)), "binary_search needs the list sorted");
 
 bool is_keyword_name(std::string_view name) {
   // kube-proxy's names are longer than any keyword: no search for them
@@ -61,5 +63,12 @@ bool is_plain_name(std::string_view name) {
     if (!letter(c) && !(c >= '0' && c <= '9') && c != '/' && c != '-' && c != '_' && c != '.') return false;
   return !is_keyword_name(name);
 }
+
+namespace detail {
+void refuse_unplain_name(const Token& t) {
+  if ((t.kind == Tok::Word || t.kind == Tok::SetRef) && !is_plain_name(t.text))
+    throw ParseFailure{t.loc, "the name '" + std::string(t.text) + "' is an nft keyword or not a plain name (nft takes it quoted only)", true};
+}
+}  // namespace detail
 
 }  // namespace kpc::verifier::nft

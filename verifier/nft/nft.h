@@ -219,12 +219,6 @@ class NftState {
   void reindex();
 };
 
-/// A copy of s (as `NftState copy = s` makes it, indexes included) made on two threads: for a
-/// 10,000-Service state, where the copy is a tenth of `kpc verify`. s is borrowed (its
-/// chains are set aside while the rest is copied) and is unchanged when this returns; no
-/// other thread may use s meanwhile.
-NftState copy_on_two_threads(NftState& s);
-
 /// Applies a script atomically (see the file comment). file_name is used in messages.
 ApplyResult apply_script(NftState& state, std::string_view text, std::string_view file_name);
 

@@ -325,9 +325,7 @@ class Parser {
   // (is_plain_name: a keyword, or not nft's string token) is refused: nft says "syntax error" for
   // some of them in some places.
   std::string name(const char* what, Loc* loc = nullptr) {
-    const Token& t = peek();
-    if (t.kind == Tok::Word && !is_plain_name(t.text))
-      fail(t.loc, "the name '" + std::string(t.text) + "' is an nft keyword or not a plain name (nft takes it quoted only)", true);
+    refuse_unplain_name(peek());
     return word(what, loc);
   }
   uint64_t number(const char* what, Loc* loc = nullptr) {

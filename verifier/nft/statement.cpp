@@ -251,19 +251,15 @@ class RuleParser {
     return std::string(t.text);
   }
 
-  // A name nft reads as a keyword or another token (`jump jump`, `goto .`, `@set`): nft refuses
-  // some of them; so does kpc (not modelled), rather than keep the rule verbatim.
-  static void refuse_keyword_name(const Token& t) {
-    if ((t.kind == Tok::Word || t.kind == Tok::SetRef) && !is_plain_name(t.text))
-      throw ParseFailure{t.loc, "the name '" + std::string(t.text) + "' is an nft keyword or not a plain name (nft takes it quoted only)", true};
-  }
+  // (a name nft reads as a keyword or another token -- `jump jump`, `goto .`, `@set` -- is
+  // refused, not kept verbatim: nft refuses some of them)
   void add_chain_ref(const Token& t) {
-    refuse_keyword_name(t);
+    refuse_unplain_name(t);
     refs_.chains.push_back(std::string(t.text));
     ref_locs_.push_back({std::string(t.text), t.loc, ParsedRule::Ref::Chain});
   }
   void add_set_ref(const Token& t, ParsedRule::Ref::Kind k) {
-    refuse_keyword_name(t);
+    refuse_unplain_name(t);
     refs_.sets.push_back(std::string(t.text));
     if (k == ParsedRule::Ref::Dynset) refs_.dynset.push_back(std::string(t.text));
     ref_locs_.push_back({std::string(t.text), t.loc, k});
@@ -539,7 +535,7 @@ class RuleParser {
       if (v.text == "jump" || v.text == "goto") {
         const Token& c = next();
         if (c.kind != Tok::Word) bad("a chain name");
-        refuse_keyword_name(c);
+        refuse_unplain_name(c);
         e.val = std::string(v.text) + " " + std::string(c.text);
         e.chain = std::string(c.text);
         refs_.chains.push_back(std::string(c.text));
@@ -588,22 +584,21 @@ class RuleParser {
   // sport 1`): nft lists a `th` field after it merged with it (`meta l4proto udp th dport 53` is
   // `udp dport 53`), which this model does not print.
   bool one_transport_ = false;
+  static bool transport_field(const std::string& f) {  // "tcp dport", "udp sport . ...", ...
+    return f.rfind("tcp ", 0) == 0 || f.rfind("udp ", 0) == 0 || f.rfind("sctp ", 0) == 0;
+  }
   void note_transport(const Lhs& l, const std::string& op, bool named_set, bool single = true) {
-    if (l.types.size() == 1 && op != "!=" && !named_set && single &&
-        (l.text == "meta l4proto" || l.text == "ip protocol" || l.text.rfind("tcp ", 0) == 0 ||
-         l.text.rfind("udp ", 0) == 0 || l.text.rfind("sctp ", 0) == 0))
+    const bool protocol = l.text == "meta l4proto" || l.text == "ip protocol";
+    if (l.types.size() == 1 && op != "!=" && !named_set && single && (protocol || transport_field(l.text)))
       one_transport_ = true;
     if (transport_ == Transport::Known) return;
-    auto transport_field = [](const std::string& f) {
-      return f.rfind("tcp ", 0) == 0 || f.rfind("udp ", 0) == 0 || f.rfind("sctp ", 0) == 0;
-    };
     if (l.types.size() != 1) {
       if (transport_field(l.text) || l.text.find(" . tcp ") != std::string::npos ||
           l.text.find(" . udp ") != std::string::npos || l.text.find(" . sctp ") != std::string::npos)
         transport_ = Transport::Unsure;
       return;
     }
-    if (l.text == "meta l4proto" || l.text == "ip protocol") {
+    if (protocol) {
       if (!named_set && op != "!=") transport_ = Transport::Known;
       return;
     }
