@@ -50,7 +50,7 @@ bool same_chain_properties(const nft::Chain& a, const nft::Chain& b) {
 bool same_rules(const nft::Chain& a, const nft::Chain& b) {
   if (a.rules.size() != b.rules.size()) return false;
   for (size_t i = 0; i < a.rules.size(); ++i)
-    if (a.rules[i].canonical != b.rules[i].canonical) return false;
+    if (a.rules[i].canonical() != b.rules[i].canonical()) return false;
   return true;
 }
 
@@ -128,8 +128,8 @@ struct Writer {
     line(std::move(o));
   }
   void rule(const std::string& chain, const nft::Rule& r) {
-    std::string o = "add rule " + prefix + chain + " " + r.text;
-    if (r.comment) o += " comment " + go_quote(*r.comment);
+    std::string o = "add rule " + prefix + chain + " " + r.text();
+    if (r.comment()) o += " comment " + go_quote(*r.comment());
     line(std::move(o));
   }
   void add_element(const nft::Set& st, const nft::Element& e) {
@@ -173,10 +173,10 @@ void differences(const nft::Table* want, const nft::Table* got, size_t max, std:
     if (w.base && w.policy != g.policy) add("chain " + w.name + ": policy " + g.policy + ", wanted " + w.policy);
     if (!same_rules(w, g)) {
       size_t i = 0;
-      while (i < w.rules.size() && i < g.rules.size() && w.rules[i].canonical == g.rules[i].canonical) ++i;
+      while (i < w.rules.size() && i < g.rules.size() && w.rules[i].canonical() == g.rules[i].canonical()) ++i;
       add("chain " + w.name + ": rule " + std::to_string(i + 1) + " is " +
-          (i < g.rules.size() ? "\"" + g.rules[i].canonical + "\"" : "missing") + ", wanted " +
-          (i < w.rules.size() ? "\"" + w.rules[i].canonical + "\"" : "none"));
+          (i < g.rules.size() ? "\"" + g.rules[i].canonical() + "\"" : "missing") + ", wanted " +
+          (i < w.rules.size() ? "\"" + w.rules[i].canonical() + "\"" : "none"));
     }
   }
   for (const auto& g : got->chains)
@@ -392,9 +392,9 @@ NftRepairResult repair_nft(const nft::NftState& actual, std::string_view desired
     // A rule that references a chain or set about to be deleted must be gone first: a kept
     // chain holding one is rewritten (flushed before, its rules added again after).
     auto blocks = [&](const nft::Rule& rule) {
-      for (const auto& c : rule.refs.chains)
+      for (const auto& c : rule.refs().chains)
         if (del_chains.count(c)) return true;
-      for (const auto* v : {&rule.refs.sets, &rule.refs.dynset})
+      for (const auto* v : {&rule.refs().sets, &rule.refs().dynset})
         for (const auto& s : *v)
           if (del_sets.count(s)) return true;
       return false;
@@ -447,9 +447,9 @@ NftRepairResult repair_nft(const nft::NftState& actual, std::string_view desired
       for (auto n : del_chains) {
         const nft::Chain& c = *have_chains.at(n);
         for (const auto& rule : c.rules) {
-          for (const auto& t : rule.refs.chains)
+          for (const auto& t : rule.refs().chains)
             if (auto it = del_chains.find(t); it != del_chains.end()) uses[{0, n}].insert({0, *it});
-          for (const auto* v : {&rule.refs.sets, &rule.refs.dynset})
+          for (const auto* v : {&rule.refs().sets, &rule.refs().dynset})
             for (const auto& t : *v)
               if (auto it = del_sets.find(t); it != del_sets.end()) uses[{0, n}].insert({1, *it});
         }

@@ -27,7 +27,7 @@ static bool same_chain(const vn::Chain& a, const vn::Chain& b) {
   if (a.base != b.base || a.device != b.device || a.comment != b.comment || a.rules.size() != b.rules.size()) return false;
   if (a.base && (a.type != b.type || a.hook != b.hook || a.priority != b.priority || a.policy != b.policy)) return false;
   for (size_t i = 0; i < a.rules.size(); ++i)
-    if (a.rules[i].canonical != b.rules[i].canonical) return false;
+    if (a.rules[i].canonical() != b.rules[i].canonical()) return false;
   return true;
 }
 

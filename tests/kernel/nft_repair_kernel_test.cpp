@@ -153,9 +153,9 @@ class Damager {
           std::string out;
           for (const auto& c : t.chains)
             for (const auto& r : c.rules) {
-              const auto& refs = set ? r.refs.sets : r.refs.chains;
+              const auto& refs = set ? r.refs().sets : r.refs().chains;
               bool uses = std::find(refs.begin(), refs.end(), name) != refs.end() ||
-                          (set && std::find(r.refs.dynset.begin(), r.refs.dynset.end(), name) != r.refs.dynset.end());
+                          (set && std::find(r.refs().dynset.begin(), r.refs().dynset.end(), name) != r.refs().dynset.end());
               if (uses) {
                 out += "flush chain " + prefix_ + c.name + "\n";
                 break;
@@ -181,7 +181,7 @@ class Damager {
             std::string out = "delete chain " + prefix_ + c->name + "\nadd chain " + prefix_ + c->name + " { type " +
                               c->type + " hook " + c->hook + " priority " +
                               std::to_string(c->priority + 1 + static_cast<int>(rng_() % 5)) + " ; }\n";
-            if (!c->rules.empty() && rng_() % 2) out += "add rule " + prefix_ + c->name + " " + c->rules[0].canonical + "\n";
+            if (!c->rules.empty() && rng_() % 2) out += "add rule " + prefix_ + c->name + " " + c->rules[0].canonical() + "\n";
             return out;
           }
         case 12:  // an extra set

@@ -405,8 +405,8 @@ std::string NftGen::rewrite(const nft::NftState& st) {
   if (filled.empty()) return transaction(st);
   std::ostringstream o;
   auto rule_line = [&](const std::string& chain, const nft::Rule& r) {
-    std::string l = "add rule " + T + " " + chain + " " + r.text;
-    if (r.comment) l += " comment \"" + *r.comment + "\"";
+    std::string l = "add rule " + T + " " + chain + " " + r.text();
+    if (r.comment()) l += " comment \"" + *r.comment() + "\"";
     return l + "\n";
   };
   // A command between two re-adds.
@@ -422,14 +422,14 @@ std::string NftGen::rewrite(const nft::NftState& st) {
         // a chain the rewritten chain's rules may reference
         std::string n = pick(regular);
         for (const auto& r : self.rules)
-          if (!r.refs.chains.empty() && chance(60)) n = r.refs.chains[next(r.refs.chains.size())];
+          if (!r.refs().chains.empty() && chance(60)) n = r.refs().chains[next(r.refs().chains.size())];
         o << "delete chain " << T << " " << n << "\n";
         break;
       }
       case 3: {
         std::string n = pick(sets);
         for (const auto& r : self.rules)
-          if (!r.refs.sets.empty() && chance(60)) n = r.refs.sets[next(r.refs.sets.size())];
+          if (!r.refs().sets.empty() && chance(60)) n = r.refs().sets[next(r.refs().sets.size())];
         o << "delete " << (t.find_set(n) && t.find_set(n)->is_map ? "map" : "set") << " " << T << " " << n << "\n";
         break;
       }
@@ -469,8 +469,10 @@ std::string NftGen::rewrite(const nft::NftState& st) {
         continue;
       }
       if (how == 9 && j == changed) {  // another comment
+        nft::RuleBody b = *rules[j].body;
+        b.comment = b.comment ? std::nullopt : std::optional<std::string>("rewritten");
         nft::Rule r = rules[j];
-        r.comment = r.comment ? std::nullopt : std::optional<std::string>("rewritten");
+        r.body = std::make_shared<const nft::RuleBody>(std::move(b));
         o << rule_line(c->name, r);
         continue;
       }

@@ -33,7 +33,7 @@ std::string all_errors(const ApplyResult& r) {
 // The chain's rules as nft lists them.
 std::vector<std::string> listed_rules(const NftState& s, const std::string& chain) {
   std::vector<std::string> out;
-  for (const auto& r : s.tables.at(0).find_chain(chain)->rules) out.push_back(r.canonical);
+  for (const auto& r : s.tables.at(0).find_chain(chain)->rules) out.push_back(r.canonical());
   return out;
 }
 
@@ -105,8 +105,8 @@ TEST(NftModel, UnknownStatementsAreKeptVerbatimAndReported) {
   ASSERT_TRUE(r.ok);
   ASSERT_EQ(r.warnings.size(), 1u);
   EXPECT_NE(r.warnings[0].find("u.nft:3: rule not canonicalized"), std::string::npos);
-  EXPECT_EQ(s.tables[0].chains[0].rules[0].canonical, "log prefix \"x\" drop");
-  EXPECT_FALSE(s.tables[0].chains[0].rules[0].canonicalized);
+  EXPECT_EQ(s.tables[0].chains[0].rules[0].canonical(), "log prefix \"x\" drop");
+  EXPECT_FALSE(s.tables[0].chains[0].rules[0].canonicalized());
 }
 
 TEST(NftModel, ErrorsAsNftPrintsThem) {
@@ -542,7 +542,7 @@ TEST(NftModel, WithAReplaceRulePositionsGoToTheKernel) {
       "add rule ip t c counter comment \"r3\"\nadd rule ip t d counter comment \"d1\"\n";
   auto comments = [](const NftState& s) {
     std::string out;
-    for (const auto& r : s.tables[0].find_chain("c")->rules) out += *r.comment + " ";
+    for (const auto& r : s.tables[0].find_chain("c")->rules) out += *r.comment() + " ";
     return out;
   };
   NftState s;

@@ -50,7 +50,7 @@ void damage(nft::NftState& s, const std::string& script) {
 
 uint64_t rule_handle(const nft::NftState& s, const std::string& chain, std::string_view containing) {
   for (const auto& r : s.find_table(nft::Family::Ip, "kube-proxy")->find_chain(chain)->rules)
-    if (r.canonical.find(containing) != std::string::npos) return r.handle;
+    if (r.canonical().find(containing) != std::string::npos) return r.handle;
   ADD_FAILURE() << "no rule with " << containing << " in " << chain;
   return 0;
 }

@@ -332,10 +332,14 @@ TEST(NftTrace, AGotoCycleIsUnknownNotEndless) {
   vn::Chain* b = s.tables[0].find_chain("b");
   vn::Chain* a = s.tables[0].find_chain("a");
   ASSERT_TRUE(a && b);
-  a->rules.push_back(a->rules[0]);
-  a->rules.back().canonical = "goto b";
-  b->rules.push_back(a->rules[0]);
-  b->rules.back().canonical = "goto a";
+  auto with_canonical = [](vn::Rule r, const char* canonical) {
+    vn::RuleBody body = *r.body;
+    body.canonical = canonical;
+    r.body = std::make_shared<const vn::RuleBody>(std::move(body));
+    return r;
+  };
+  a->rules.push_back(with_canonical(a->rules[0], "goto b"));
+  b->rules.push_back(with_canonical(a->rules[0], "goto a"));
   auto r = run(s, pkt("1.2.3.4", "10.0.0.1", 80));
   ASSERT_EQ(r.outcomes.size(), 1u);
   EXPECT_EQ(r.outcomes[0].verdict, Verdict::Unknown);

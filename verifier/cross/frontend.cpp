@@ -348,7 +348,7 @@ class NftFrontend : public ConcreteFrontend {
   }
 
   void scan_rule(const nft::Rule& r) {
-    auto w = words(r.text);
+    auto w = words(r.text());
     std::optional<uint8_t> proto;
     for (size_t i = 0; i + 1 < w.size(); ++i) {
       if (w[i] == "l4proto") proto = trace::proto_from_name(w[i + 1]);
@@ -360,14 +360,14 @@ class NftFrontend : public ConcreteFrontend {
       // kube-proxy's masquerade rule for traffic from outside the cluster CIDR.
       if (w[i] == "saddr" && w[i + 1] == "!=" && i + 2 < w.size()) {
         auto c = CIDR::parse(w[i + 2]);
-        if (c && !c->is_host() && r.text.find("mark-for-masquerade") != std::string::npos)
+        if (c && !c->is_host() && r.text().find("mark-for-masquerade") != std::string::npos)
           pod_cidrs_.push_back(c->masked());
       }
     }
-    if (r.comment && r.comment->find("unallocated ClusterIPs") != std::string::npos) {
-      size_t b = r.text.find('{'), e = r.text.find('}');
+    if (r.comment() && r.comment()->find("unallocated ClusterIPs") != std::string::npos) {
+      size_t b = r.text().find('{'), e = r.text().find('}');
       if (b != std::string::npos && e != std::string::npos && e > b) {
-        std::string list = r.text.substr(b + 1, e - b - 1);
+        std::string list = r.text().substr(b + 1, e - b - 1);
         for (auto& ch : list)
           if (ch == ',') ch = ' ';
         for (const auto& x : words(list))

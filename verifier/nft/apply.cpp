@@ -44,9 +44,9 @@ std::optional<std::string_view> verdict_chain(const std::optional<std::string>& 
   return std::nullopt;
 }
 void count_refs(TableIndex& ix, const Rule& r, int delta) {
-  for (const auto& c : r.refs.chains) bump(ix.chain_use, c, delta);
-  for (const auto& s : r.refs.sets) bump(ix.set_use, s, delta);
-  for (const auto& f : r.refs.flowtables) bump(ix.ft_use, f, delta);
+  for (const auto& c : r.refs().chains) bump(ix.chain_use, c, delta);
+  for (const auto& s : r.refs().sets) bump(ix.set_use, s, delta);
+  for (const auto& f : r.refs().flowtables) bump(ix.ft_use, f, delta);
 }
 void count_refs(TableIndex& ix, const Element& e, int delta) {
   if (auto c = verdict_chain(e.value)) bump(ix.chain_use, *c, delta);
@@ -58,10 +58,10 @@ TableIndex& table_index(const Table& t) {
     auto ix = std::make_shared<TableIndex>();
     ix->chains.reserve(t.chains.size());
     for (size_t i = 0; i < t.chains.size(); ++i)
-      if (!t.chains[i].removed) ix->chains.emplace(t.chains[i].name, static_cast<uint32_t>(i));
+      if (!t.chains[i].removed) ix->chains.emplace(t.chains[i].name, static_cast<uint32_t>(i), NamesOf{t.chains});
     ix->sets.reserve(t.sets.size());
     for (size_t i = 0; i < t.sets.size(); ++i)
-      if (!t.sets[i].removed) ix->sets.emplace(t.sets[i].name, static_cast<uint32_t>(i));
+      if (!t.sets[i].removed) ix->sets.emplace(t.sets[i].name, static_cast<uint32_t>(i), NamesOf{t.sets});
     ix->n_chains = t.chains.size();
     ix->n_sets = t.sets.size();
     for (const auto& ch : t.chains)
@@ -97,10 +97,9 @@ template <class V, class Ix>
 auto* indexed(V& v, std::string_view n, Ix get) {
   using T = std::remove_reference_t<decltype(v[0])>;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const detail::NameIndex& ix = get();
-    auto it = ix.find(n);
-    if (it == ix.end()) return static_cast<T*>(nullptr);
-    if (it->second < v.size() && !v[it->second].removed && v[it->second].name == n) return &v[it->second];
+    const uint32_t p = get().find(n, detail::NamesOf{v});
+    if (p == detail::PosIndex::kNone) return static_cast<T*>(nullptr);
+    if (p < v.size() && !v[p].removed) return &v[p];
     if (attempt == 0) {
       // stale: rebuild
       get.reset();
@@ -110,12 +109,12 @@ auto* indexed(V& v, std::string_view n, Ix get) {
 }
 struct ChainIx {
   const Table& t;
-  const detail::NameIndex& operator()() const { return detail::table_index(t).chains; }
+  const detail::PosIndex& operator()() const { return detail::table_index(t).chains; }
   void reset() const { t.index.p.reset(); }
 };
 struct SetIx {
   const Table& t;
-  const detail::NameIndex& operator()() const { return detail::table_index(t).sets; }
+  const detail::PosIndex& operator()() const { return detail::table_index(t).sets; }
   void reset() const { t.index.p.reset(); }
 };
 }  // namespace
@@ -276,9 +275,8 @@ struct CTable {
     CChain* found = nullptr;
     if (auto it = chain_ix.find(n); it != chain_ix.end()) found = &chains[it->second];
     else if (st && loaded_chains) {
-      const auto& ix = table_index(*st).chains;
-      if (auto it = ix.find(n); it != ix.end() && it->second < loaded_chains && !chains[it->second].gone)
-        found = &chains[it->second];
+      const uint32_t p = table_index(*st).chains.find(n, NamesOf{st->chains});
+      if (p < loaded_chains && !chains[p].gone) found = &chains[p];
     }
     if (found) chain_hint = static_cast<uint32_t>(found - chains.data());
     return found;
@@ -286,9 +284,8 @@ struct CTable {
   CSet* set(std::string_view n) {
     if (auto it = set_ix.find(n); it != set_ix.end()) return &sets[it->second];
     if (st && loaded_sets) {
-      const auto& ix = table_index(*st).sets;
-      if (auto it = ix.find(n); it != ix.end() && it->second < loaded_sets && !sets[it->second].gone)
-        return &sets[it->second];
+      const uint32_t p = table_index(*st).sets.find(n, NamesOf{st->sets});
+      if (p < loaded_sets && !sets[p].gone) return &sets[p];
     }
     return nullptr;
   }
@@ -1073,15 +1070,14 @@ class Applier {
   }
   void add_chain(Table& t, Chain c) {
     TableIndex& ix = table_index(t);
-    ix.chains.emplace(c.name, static_cast<uint32_t>(t.chains.size()));
+    ix.chains.emplace(c.name, static_cast<uint32_t>(t.chains.size()), NamesOf{t.chains});
     t.chains.push_back(std::move(c));
     ix.n_chains = t.chains.size();
     if (logged(t)) log(Undo::ChainAdded, tpos(t), static_cast<uint32_t>(t.chains.size() - 1));
   }
   void remove_chain(Table& t, Chain& c) {
     TableIndex& ix = table_index(t);
-    auto it = ix.chains.find(c.name);
-    if (it != ix.chains.end() && it->second == cpos(t, c)) ix.chains.erase(it);
+    ix.chains.erase(c.name, cpos(t, c));
     c.removed = true;
     mark_dirty(t);
     if (logged(t)) log(Undo::ChainRemoved, tpos(t), cpos(t, c));
@@ -1120,15 +1116,14 @@ class Applier {
   }
   void add_set(Table& t, Set s) {
     TableIndex& ix = table_index(t);
-    ix.sets.emplace(s.name, static_cast<uint32_t>(t.sets.size()));
+    ix.sets.emplace(s.name, static_cast<uint32_t>(t.sets.size()), NamesOf{t.sets});
     t.sets.push_back(std::move(s));
     ix.n_sets = t.sets.size();
     if (logged(t)) log(Undo::SetAdded, tpos(t));
   }
   void remove_set(Table& t, Set& s) {
     TableIndex& ix = table_index(t);
-    auto it = ix.sets.find(s.name);
-    if (it != ix.sets.end() && it->second == spos(t, s)) ix.sets.erase(it);
+    ix.sets.erase(s.name, spos(t, s));
     s.removed = true;
     mark_dirty(t);
     if (logged(t)) log(Undo::SetRemoved, tpos(t), spos(t, s));
@@ -1253,13 +1248,13 @@ class Applier {
 
   // Drops the removed objects of v, keeping the order; ix follows the others.
   template <class V>
-  static void compact(V& v, NameIndex& ix) {
+  static void compact(V& v, PosIndex& ix) {
     size_t w = 0;
     for (size_t r = 0; r < v.size(); ++r) {
       if (v[r].removed) continue;
       if (w != r) {
         v[w] = std::move(v[r]);
-        if (auto it = ix.find(v[w].name); it != ix.end()) it->second = static_cast<uint32_t>(w);
+        ix.move(v[w].name, static_cast<uint32_t>(r), static_cast<uint32_t>(w));
       }
       ++w;
     }
@@ -1496,7 +1491,7 @@ class Applier {
     if (!keep_allowed_ || ch.rules.empty() || deleted_name(ch.name)) return false;
     if (!deleted_names_.empty())
       for (const auto& r : ch.rules) {
-        for (const auto* names : {&r.refs.chains, &r.refs.sets, &r.refs.dynset, &r.refs.flowtables})
+        for (const auto* names : {&r.refs().chains, &r.refs().sets, &r.refs().dynset, &r.refs().flowtables})
           for (const auto& n : *names)
             if (deleted_name(n)) return false;
       }
@@ -1518,10 +1513,10 @@ class Applier {
     if (c.verb != Verb::Add || j >= ch.rules.size()) return false;
     Rule& r = ch.rules[j];
     const ParsedRule& pr = *c.rule;
-    if (pr.text != r.text || pr.comment != r.comment || pr.canonicalized != r.canonicalized) return false;
+    if (pr.text != r.text() || pr.comment != r.comment() || pr.canonicalized != r.canonicalized()) return false;
     t.next_handle += pr.anon_sets.size();
     r.handle = ++t.next_handle;
-    for (const auto& d : r.refs.dynset)
+    for (const auto& d : r.refs().dynset)
       if (Set* s = t.find_set(d); s && s->size == 0) set_size(t, *s, 65535, true);
     ++ch.keeping;
     ++rules_kept;
@@ -1549,7 +1544,7 @@ class Applier {
     // vmap goes to the chain itself still counts (nf_tables_delchain's local `use`; long
     // differential, seed 4242 pair 3744).
     int self = 0;
-    for (const auto& r : ch.rules) self += static_cast<int>(std::count(r.refs.chains.begin(), r.refs.chains.end(), ch.name));
+    for (const auto& r : ch.rules) self += static_cast<int>(std::count(r.refs().chains.begin(), r.refs().chains.end(), ch.name));
     for (const auto& r : ch.rules) release_rule(t, ch, r);
     clear_rules(t, ch);
     int use = use_of(table_index(t).chain_use, ch.name) + self;
@@ -1672,15 +1667,12 @@ class Applier {
     ParsedRule& mr = c.rule.mut();
     Rule r;
     r.handle = handle;
-    r.text = std::move(mr.text);
-    r.comment = std::move(mr.comment);
-    r.canonical = std::move(mr.canonical);
-    r.canonicalized = mr.canonicalized;
-    r.refs = std::move(mr.refs);
+    r.body = std::make_shared<const RuleBody>(RuleBody{std::move(mr.text), std::move(mr.comment),
+                                                      std::move(mr.canonical), mr.canonicalized, std::move(mr.refs)});
     r.tx_id = txid_[idx];
     c.rule.reset();  // (what is left of the command's rule is not needed again)
     count_rule_refs(*t, r, +1);
-    for (const auto& d : r.refs.dynset)
+    for (const auto& d : r.refs().dynset)
       if (Set* s = t->find_set(d); s && s->size == 0) set_size(*t, *s, 65535, true);
     if (c.verb == Verb::Replace) {
       release_rule(*t, *ch, ch->rules[at]);

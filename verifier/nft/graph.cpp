@@ -80,8 +80,8 @@ struct JumpGraph {
     for (const Chain* ch : chains) {
       first.push_back(static_cast<uint32_t>(targets.size()));
       for (const auto& r : ch->rules) {
-        for (const auto& c : r.refs.chains) targets.push_back(id(c));
-        for (const auto& sname : r.refs.sets) {
+        for (const auto& c : r.refs().chains) targets.push_back(id(c));
+        for (const auto& sname : r.refs().sets) {
           auto it = set_targets.find(sname);
           if (it != set_targets.end()) targets.insert(targets.end(), it->second.begin(), it->second.end());
         }
@@ -96,7 +96,7 @@ struct JumpGraph {
 std::optional<std::string> find_misplaced(const JumpGraph& g) {
   bool any = false;
   for (const Chain* ch : g.chains)
-    for (const auto& r : ch->rules) any = any || rule_kinds(r.refs) != 0;
+    for (const auto& r : ch->rules) any = any || rule_kinds(r.refs()) != 0;
   if (!any) return std::nullopt;
   const size_t n = g.chains.size();
   std::vector<uint32_t> seen(n, UINT32_MAX);  // the base chain whose walk saw the chain
@@ -113,8 +113,8 @@ std::optional<std::string> find_misplaced(const JumpGraph& g) {
       seen[v] = b;
       const Chain* ch = g.chains[v];
       for (const auto& r : ch->rules)
-        if (rule_kinds(r.refs) & refused)
-          return "a rule of chain " + ch->name + " (" + r.canonical + ") reached from base chain " + base.name +
+        if (rule_kinds(r.refs()) & refused)
+          return "a rule of chain " + ch->name + " (" + r.canonical() + ") reached from base chain " + base.name +
                  " (type " + base.type + " hook " + base.hook + ")";
       for (uint32_t i = g.first[v]; i < g.first[v + 1]; ++i) todo.push_back(g.targets[i]);
     }
@@ -234,7 +234,7 @@ std::shared_ptr<GraphCache> build_cache(const JumpGraph& g) {
     const Chain& ch = *g.chains[v];
     if (height[v] >= 0) c->nodes.emplace(ch.name, GraphCache::Node{up[v], height[v]});
     for (const auto& r : ch.rules)
-      for (const auto& s : r.refs.sets) {
+      for (const auto& s : r.refs().sets) {
         auto& users = c->set_users[s];
         if (users.empty() || users.back() != ch.name) users.push_back(ch.name);
       }
@@ -326,7 +326,7 @@ class QuickCheck {
     }
     for (const Chain* u : sources_)
       for (const auto& r : u->rules)
-        for (const auto& s : r.refs.sets) {
+        for (const auto& s : r.refs().sets) {
           auto& users = c.set_users[s];
           if (std::find(users.begin(), users.end(), u->name) == users.end()) users.push_back(u->name);
         }
@@ -346,11 +346,10 @@ class QuickCheck {
   std::unordered_map<std::string_view, uint8_t> color_;  // 1 on the walk's path, 2 done
 
   const Chain* chain_of(std::string_view name) const {
-    const auto& ix = table_index(t_).chains;
-    auto it = ix.find(name);
-    if (it == ix.end() || it->second >= t_.chains.size()) return nullptr;
-    const Chain& c = t_.chains[it->second];
-    return c.removed || c.name != name ? nullptr : &c;
+    const uint32_t p = table_index(t_).chains.find(name, NamesOf{t_.chains});
+    if (p >= t_.chains.size()) return nullptr;
+    const Chain& c = t_.chains[p];
+    return c.removed ? nullptr : &c;
   }
   bool live(std::string_view name) const { return chain_of(name) != nullptr; }
 
@@ -358,12 +357,11 @@ class QuickCheck {
   template <class F>
   void for_targets(const Chain& ch, F&& f) const {
     for (const auto& r : ch.rules) {
-      for (const auto& c : r.refs.chains) f(std::string_view(c));
-      for (const auto& sname : r.refs.sets) {
-        const auto& ix = table_index(t_).sets;
-        auto it = ix.find(sname);
-        if (it == ix.end() || it->second >= t_.sets.size()) continue;
-        const Set& s = t_.sets[it->second];
+      for (const auto& c : r.refs().chains) f(std::string_view(c));
+      for (const auto& sname : r.refs().sets) {
+        const uint32_t p = table_index(t_).sets.find(sname, NamesOf{t_.sets});
+        if (p >= t_.sets.size()) continue;
+        const Set& s = t_.sets[p];
         if (s.removed) continue;
         for (const auto& e : s.elements)
           if (!e.removed)
@@ -402,7 +400,7 @@ class QuickCheck {
       if (n.up >> b & 1) refused |= b < c_.bases.size() ? c_.base_refuses[b] : refused_kinds(*new_bases_[b - c_.bases.size()]);
     if (!refused) return true;
     for (const auto& r : ch.rules)
-      if (rule_kinds(r.refs) & refused) return false;
+      if (rule_kinds(r.refs()) & refused) return false;
     return true;
   }
 

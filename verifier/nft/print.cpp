@@ -142,7 +142,7 @@ void print_chain(std::string& o, const Table& t, const Chain& c, const PrintOpti
     o += " priority " + priority_text(t.family, c.hook, c.priority) + "; policy " + c.policy + ";\n";
   }
   for (const auto& r : c.rules) {
-    o += "\t\t" + r.canonical;
+    o += "\t\t" + r.canonical();
     if (po.handles) o += " # handle " + std::to_string(r.handle);
     o += "\n";
   }
@@ -285,7 +285,7 @@ bool same_fields(const Piece& a, const Piece& b) {
                      x.policy != y.policy || ta.family != tb.family))  // the family names the priority
         return false;
       for (size_t i = 0; i < x.rules.size(); ++i)
-        if (x.rules[i].canonical != y.rules[i].canonical) return false;
+        if (x.rules[i].canonical() != y.rules[i].canonical()) return false;
       return true;
     }
   }
@@ -389,8 +389,8 @@ std::string print_knftables_dump(const NftState& s, Family family, std::string_v
   for (const auto* st : maps) set_line(st);
   for (const auto* c : chains)
     for (const auto& r : c->rules) {
-      o += "add rule " + prefix + c->name + " " + r.text;
-      if (r.comment) o += " comment " + go_quote(*r.comment);
+      o += "add rule " + prefix + c->name + " " + r.text();
+      if (r.comment()) o += " comment " + go_quote(*r.comment());
       o += "\n";
     }
   auto elems = [&](const Set* st) {

@@ -84,7 +84,7 @@ struct TableView {
     if (us != users.end())
       for (const auto& [c, r] : us->second) {
         bool looked_up = false, other = false;
-        auto m = nft_trace::read_rule(r->canonical, v4);
+        auto m = nft_trace::read_rule(r->canonical(), v4);
         for (const auto& s : m.stmts) {
           if ((s.kind == Stmt::Match || s.kind == Stmt::Vmap) && !s.anonymous && s.set == name) {
             u.lookups.push_back({c, s.key.fields});
@@ -108,7 +108,7 @@ struct TableView {
     auto us = users.find(name);
     if (us != users.end())
       for (const auto& u : us->second)
-        if (names(u.rule->refs.dynset, name)) return true;
+        if (names(u.rule->refs().dynset, name)) return true;
     return false;
   }
 
@@ -152,7 +152,7 @@ struct TableView {
         auto us = users.find(ref.map->name);
         if (us != users.end())
           for (const auto& u : us->second)
-            if (names(u.rule->refs.sets, ref.map->name)) visit(u.chain);  // read, not only updated
+            if (names(u.rule->refs().sets, ref.map->name)) visit(u.chain);  // read, not only updated
       }
     }
     return bases_cache.emplace(name, std::move(out)).first->second;
@@ -166,8 +166,8 @@ TableView view_of(const nft::Table& t, bool v4) {
   for (const auto& c : t.chains) {
     if (c.removed) continue;
     for (const auto& r : c.rules) {
-      for (const auto& n : r.refs.chains) v.refs[n].push_back({&c, nullptr, nullptr});
-      for (const auto* list : {&r.refs.sets, &r.refs.dynset})
+      for (const auto& n : r.refs().chains) v.refs[n].push_back({&c, nullptr, nullptr});
+      for (const auto* list : {&r.refs().sets, &r.refs().dynset})
         for (size_t i = 0; i < list->size(); ++i) {
           const std::string& s = (*list)[i];
           auto& us = v.users[s];
@@ -180,7 +180,7 @@ TableView view_of(const nft::Table& t, bool v4) {
     const nft::Set* set = t.find_set(name);
     if (!set || !set->is_map) continue;
     bool read = false;  // as a lookup (refs.sets), not only updated
-    for (const auto& u : us) read = read || names(u.rule->refs.sets, set->name);
+    for (const auto& u : us) read = read || names(u.rule->refs().sets, set->name);
     if (!read) continue;
     for (const auto& el : set->elements) {
       nft_trace::VerdictSpec vs;
@@ -303,8 +303,8 @@ sem::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftStat
     for (const auto& t : st.tables)
       for (const auto& c : t.chains)
         for (const auto& r : c.rules) {
-          if (!r.refs.dnat && r.canonical.find("dnat") == std::string::npos) continue;
-          auto m = nft_trace::read_rule(r.canonical, n.v4);
+          if (!r.refs().dnat && r.canonical().find("dnat") == std::string::npos) continue;
+          auto m = nft_trace::read_rule(r.canonical(), n.v4);
           for (const auto& s : m.stmts) {
             if (s.kind == Stmt::Unknown) *unknown = *local = true;
             if (s.kind == Stmt::Dnat && s.nat_addr) {
@@ -355,7 +355,7 @@ sem::AffectedAtoms affected_atoms_nft(const nft::NftState& a, const nft::NftStat
       }
       for (const nft::Table* t : {ta, tb})
         if (const nft::Chain* c = t->find_chain(d.object))
-          for (const auto& r : c->rules) candidates[d.table].insert(r.refs.dynset.begin(), r.refs.dynset.end());
+          for (const auto& r : c->rules) candidates[d.table].insert(r.refs().dynset.begin(), r.refs().dynset.end());
     }
     for (const auto& [key, sets] : candidates) {
       auto& [va, vb] = views_of(key);

@@ -139,8 +139,8 @@ void collect_cuts(const nft::NftState& state, IPFamily family, u128 addr_max, Cu
       std::map<std::string, std::vector<Field>> set_fields;
       for (const auto& c : tb.chains)
         for (const auto& r : c.rules) {
-          if (!may_contribute(r.canonical)) continue;
-          RuleModel m = nft_trace::read_rule(r.canonical, v4);
+          if (!may_contribute(r.canonical())) continue;
+          RuleModel m = nft_trace::read_rule(r.canonical(), v4);
           iface_names(m, &names);
           for (const auto& s : m.stmts) {
             for (size_t i = 0; i < s.key.fields.size(); ++i) {
@@ -290,7 +290,7 @@ struct Explorer::Impl {
     std::set<std::string> names;
     for (const auto& c : tb.chains)
       for (const auto& r : c.rules)
-        for (const auto& n : r.refs.dynset) names.insert(n);
+        for (const auto& n : r.refs().dynset) names.insert(n);
     for (const auto& s : tb.sets)
       if (s.has_flag("dynamic")) names.insert(s.name);
     return dynsets.emplace(&tb, std::move(names)).first->second;
@@ -298,7 +298,7 @@ struct Explorer::Impl {
 
   const RuleModel& model(const nft::Rule& r) {
     auto it = models.find(&r);
-    if (it == models.end()) it = models.emplace(&r, nft_trace::read_rule(r.canonical, v4)).first;
+    if (it == models.end()) it = models.emplace(&r, nft_trace::read_rule(r.canonical(), v4)).first;
     return it->second;
   }
 

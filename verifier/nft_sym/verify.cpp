@@ -39,8 +39,8 @@ Reach reach_of(const nft::Table& t) {
       if (n && !n->removed && r.chains.insert(n->name).second) todo.push_back(n);
     };
     for (const auto& rule : c->rules) {
-      for (const auto& n : rule.refs.chains) visit(n);
-      for (const auto& s : rule.refs.sets) {
+      for (const auto& n : rule.refs().chains) visit(n);
+      for (const auto& s : rule.refs().sets) {
         r.sets.insert(s);
         const nft::Set* set = t.find_set(s);
         if (!set || !set->is_map || !maps_read.insert(set).second) continue;
@@ -50,7 +50,7 @@ Reach reach_of(const nft::Table& t) {
           if (nft_trace::read_verdict(*el.value, &v) && !v.chain.empty()) visit(v.chain);
         }
       }
-      for (const auto& s : rule.refs.dynset) r.sets.insert(s);
+      for (const auto& s : rule.refs().dynset) r.sets.insert(s);
     }
   }
   return r;
@@ -62,7 +62,7 @@ Reach reach_of(const nft::Table& t) {
 bool same_rules(const nft::Chain& a, const nft::Chain& b) {
   if (a.rules.size() != b.rules.size()) return false;
   for (size_t i = 0; i < a.rules.size(); ++i)
-    if (a.rules[i].canonical != b.rules[i].canonical) return false;
+    if (a.rules[i].canonical() != b.rules[i].canonical()) return false;
   return true;
 }
 std::vector<std::string> element_texts(const nft::Set& s) {
@@ -104,8 +104,8 @@ void chain_services(const nft::Chain* c, std::set<std::string>& out) {
   if (!c) return;
   if (auto s = nft_trace::service_from_chain(c->name); !s.empty()) out.insert(s);
   for (const auto& r : c->rules)
-    if (r.comment)
-      if (auto s = trace::service_from_comment(*r.comment); !s.empty()) out.insert(s);
+    if (r.comment())
+      if (auto s = trace::service_from_comment(*r.comment()); !s.empty()) out.insert(s);
 }
 
 }  // namespace
@@ -279,9 +279,10 @@ NftVerifyResult conclude_applied(nft::NftState& a, nft::NftState& b, const nft::
 // exactly the fields print_ruleset reads, in the order it reads them (tables, their flags and
 // comment; sets: name, kind, key and data types, flags, policy, size, timeouts, auto-merge,
 // comment, elements in their order with every printed field and the bytes they are sorted by;
-// flowtables; chains: name, comment, base properties, rules' canonical texts): equal fields
-// print equal listings. Anything else (elements in another insertion order, say) is decided
-// by printing both, as the sequential path does.
+// flowtables; chains: name, comment, base properties, rules' canonical texts, not compared
+// when both rules share one body, as a state and its copy do): equal fields print equal
+// listings. Anything else (elements in another insertion order, say) is decided by printing
+// both, as the sequential path does.
 bool same_printed_fields(const nft::NftState& a, const nft::NftState& b) {
   if (a.tables.size() != b.tables.size()) return false;
   for (size_t i = 0; i < a.tables.size(); ++i) {
@@ -316,7 +317,7 @@ bool same_printed_fields(const nft::NftState& a, const nft::NftState& b) {
           ca.rules.size() != cb.rules.size())
         return false;
       for (size_t r = 0; r < ca.rules.size(); ++r)
-        if (ca.rules[r].canonical != cb.rules[r].canonical) return false;
+        if (ca.rules[r].body != cb.rules[r].body && ca.rules[r].canonical() != cb.rules[r].canonical()) return false;
     }
   }
   return true;

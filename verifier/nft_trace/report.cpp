@@ -61,10 +61,10 @@ std::vector<std::string> resolve_affinity(const nft::NftState& state, const std:
       std::vector<std::string> updated;
       bool dnats = false;
       for (const auto& r : c.rules) {
-        for (const auto& s : r.refs.dynset) updated.push_back(s);
-        size_t p = r.canonical.find("dnat to ");
+        for (const auto& s : r.refs().dynset) updated.push_back(s);
+        size_t p = r.canonical().find("dnat to ");
         if (p == std::string::npos) continue;
-        std::string_view rest = std::string_view(r.canonical).substr(p + 8);
+        std::string_view rest = std::string_view(r.canonical()).substr(p + 8);
         rest = rest.substr(0, rest.find(' '));
         dnats = dnats || rest == endpoint;
       }
@@ -82,10 +82,10 @@ std::map<std::string, std::vector<std::string>> affinity_index(const nft::NftSta
     for (const auto& c : tb.chains) {
       std::vector<std::string> updated, targets;
       for (const auto& r : c.rules) {
-        for (const auto& s : r.refs.dynset) updated.push_back(s);
-        size_t p = r.canonical.find("dnat to ");
+        for (const auto& s : r.refs().dynset) updated.push_back(s);
+        size_t p = r.canonical().find("dnat to ");
         if (p == std::string::npos) continue;
-        std::string_view rest = std::string_view(r.canonical).substr(p + 8);
+        std::string_view rest = std::string_view(r.canonical()).substr(p + 8);
         targets.emplace_back(rest.substr(0, rest.find(' ')));
       }
       for (const auto& t : targets) {

@@ -172,7 +172,7 @@ struct Tracer::Impl {
     if (e.rule) {
       s.rule_no = static_cast<uint32_t>(e.rule_no);
       s.handle = e.rule->handle;
-      s.text = e.rule->canonical;
+      s.text = e.rule->canonical();
       if (e.model) s.comment = e.model->comment;
     }
     s.note = e.note;
@@ -372,7 +372,7 @@ struct Tracer::Impl {
       std::set<std::string> names;
       for (const auto& c : tb->chains)
         for (const auto& r : c.rules)
-          for (const auto& n : r.refs.dynset) names.insert(n);
+          for (const auto& n : r.refs().dynset) names.insert(n);
       it = t.dynsets_.emplace(tb, std::move(names)).first;
     }
     return it->second.count(s.name) > 0;
@@ -801,7 +801,7 @@ const std::vector<std::pair<const nft::Table*, const nft::Chain*>>& Tracer::base
 
 const RuleModel& Tracer::model(const nft::Rule& r, bool ipv4) {
   auto it = rules_.find(&r);
-  if (it == rules_.end()) it = rules_.emplace(&r, read_rule(r.canonical, ipv4)).first;
+  if (it == rules_.end()) it = rules_.emplace(&r, read_rule(r.canonical(), ipv4)).first;
   return it->second;
 }
 
