@@ -43,13 +43,21 @@ std::optional<std::string_view> verdict_chain(const std::optional<std::string>& 
   if (v->rfind("jump ", 0) == 0) return std::string_view(*v).substr(5);
   return std::nullopt;
 }
-void count_refs(TableIndex& ix, const Rule& r, int delta) {
-  for (const auto& c : r.refs().chains) bump(ix.chain_use, c, delta);
-  for (const auto& s : r.refs().sets) bump(ix.set_use, s, delta);
+// (a name that is not a live object's counts nowhere: see TableIndex::chain_use)
+void bump_chain(const Table& t, TableIndex& ix, std::string_view name, int delta) {
+  const uint32_t p = ix.chains.find(name, NamesOf{t.chains});
+  if (p < ix.chain_use.size()) ix.chain_use[p] += delta;
+}
+void count_refs(const Table& t, TableIndex& ix, const Rule& r, int delta) {
+  for (const auto& c : r.refs().chains) bump_chain(t, ix, c, delta);
+  for (const auto& s : r.refs().sets) {
+    const uint32_t p = ix.sets.find(s, NamesOf{t.sets});
+    if (p < ix.set_use.size()) ix.set_use[p] += delta;
+  }
   for (const auto& f : r.refs().flowtables) bump(ix.ft_use, f, delta);
 }
-void count_refs(TableIndex& ix, const Element& e, int delta) {
-  if (auto c = verdict_chain(e.value)) bump(ix.chain_use, *c, delta);
+void count_refs(const Table& t, TableIndex& ix, const Element& e, int delta) {
+  if (auto c = verdict_chain(e.value)) bump_chain(t, ix, *c, delta);
 }
 
 TableIndex& table_index(const Table& t) {
@@ -64,13 +72,15 @@ TableIndex& table_index(const Table& t) {
       if (!t.sets[i].removed) ix->sets.emplace(t.sets[i].name, static_cast<uint32_t>(i), NamesOf{t.sets});
     ix->n_chains = t.chains.size();
     ix->n_sets = t.sets.size();
+    ix->chain_use.assign(t.chains.size(), 0);
+    ix->set_use.assign(t.sets.size(), 0);
     for (const auto& ch : t.chains)
       if (!ch.removed)
-        for (const auto& r : ch.rules) count_refs(*ix, r, +1);
+        for (const auto& r : ch.rules) count_refs(t, *ix, r, +1);
     for (const auto& st : t.sets)
       if (!st.removed)
         for (const auto& e : st.elements)
-          if (!e.removed) count_refs(*ix, e, +1);
+          if (!e.removed) count_refs(t, *ix, e, +1);
     p = std::move(ix);
   }
   return *p;
@@ -163,9 +173,9 @@ std::shared_ptr<SetIndex> clone(const SetIndex& ix) { return std::make_shared<Se
 }  // namespace detail
 
 int chain_references(const Table& t, std::string_view name) {
-  const auto& m = detail::table_index(t).chain_use;
-  auto it = m.find(name);
-  return it == m.end() ? 0 : it->second;
+  const detail::TableIndex& ix = detail::table_index(t);
+  const uint32_t p = ix.chains.find(name, detail::NamesOf{t.chains});
+  return p < ix.chain_use.size() ? ix.chain_use[p] : 0;
 }
 
 void NftState::reindex() {
@@ -530,12 +540,13 @@ bool modelled_hook(Family f, const std::string& type, const std::string& hook) {
   return false;  // route and others: not modelled
 }
 
+int use_at(const std::vector<int>& use, uint32_t pos) { return pos < use.size() ? use[pos] : 0; }
 int use_of(const UseMap& m, std::string_view name) {
   auto it = m.find(name);
   return it == m.end() ? 0 : it->second;
 }
-void count_rule_refs(const Table& t, const Rule& r, int delta) { count_refs(table_index(t), r, delta); }
-void count_elem_refs(const Table& t, const Element& e, int delta) { count_refs(table_index(t), e, delta); }
+void count_rule_refs(const Table& t, const Rule& r, int delta) { count_refs(t, table_index(t), r, delta); }
+void count_elem_refs(const Table& t, const Element& e, int delta) { count_refs(t, table_index(t), e, delta); }
 
 // Canonical element of a set (key fields by the set's key types, value by its data type).
 // (The spec is used up: its texts move into the element.)
@@ -1073,6 +1084,7 @@ class Applier {
     ix.chains.emplace(c.name, static_cast<uint32_t>(t.chains.size()), NamesOf{t.chains});
     t.chains.push_back(std::move(c));
     ix.n_chains = t.chains.size();
+    ix.chain_use.push_back(0);
     if (logged(t)) log(Undo::ChainAdded, tpos(t), static_cast<uint32_t>(t.chains.size() - 1));
   }
   void remove_chain(Table& t, Chain& c) {
@@ -1119,6 +1131,7 @@ class Applier {
     ix.sets.emplace(s.name, static_cast<uint32_t>(t.sets.size()), NamesOf{t.sets});
     t.sets.push_back(std::move(s));
     ix.n_sets = t.sets.size();
+    ix.set_use.push_back(0);
     if (logged(t)) log(Undo::SetAdded, tpos(t));
   }
   void remove_set(Table& t, Set& s) {
@@ -1248,17 +1261,19 @@ class Applier {
 
   // Drops the removed objects of v, keeping the order; ix follows the others.
   template <class V>
-  static void compact(V& v, PosIndex& ix) {
+  static void compact(V& v, PosIndex& ix, std::vector<int>& use) {
     size_t w = 0;
     for (size_t r = 0; r < v.size(); ++r) {
       if (v[r].removed) continue;
       if (w != r) {
         v[w] = std::move(v[r]);
         ix.move(v[w].name, static_cast<uint32_t>(r), static_cast<uint32_t>(w));
+        use[w] = use[r];
       }
       ++w;
     }
     v.erase(v.begin() + static_cast<long>(w), v.end());
+    use.resize(w);
   }
 
   // Commits the batch: removed objects leave their vectors.
@@ -1300,10 +1315,10 @@ class Applier {
         }
       }
       if (std::find(dirty_tables_.begin(), dirty_tables_.end(), t.handle) != dirty_tables_.end()) {
-        // the index's names move with their objects (its use counts stay as they are)
+        // the index's names and use counts move with their objects
         TableIndex& ix = table_index(t);
-        compact(t.chains, ix.chains);
-        compact(t.sets, ix.sets);
+        compact(t.chains, ix.chains, ix.chain_use);
+        compact(t.sets, ix.sets, ix.set_use);
         ix.n_chains = t.chains.size();
         ix.n_sets = t.sets.size();
       }
@@ -1547,7 +1562,7 @@ class Applier {
     for (const auto& r : ch.rules) self += static_cast<int>(std::count(r.refs().chains.begin(), r.refs().chains.end(), ch.name));
     for (const auto& r : ch.rules) release_rule(t, ch, r);
     clear_rules(t, ch);
-    int use = use_of(table_index(t).chain_use, ch.name) + self;
+    int use = use_at(table_index(t).chain_use, cpos(t, ch)) + self;
     if (use > 0) return kerr(c, Errno::Busy, &loc);
     remove_chain(t, ch);
   }
@@ -1750,7 +1765,7 @@ class Applier {
   }
 
   void delete_set(const Command& c, Table& t, Set& s, const Loc& loc) {
-    if (use_of(table_index(t).set_use, s.name) > 0) return kerr(c, Errno::Busy, &loc);
+    if (use_at(table_index(t).set_use, spos(t, s)) > 0) return kerr(c, Errno::Busy, &loc);
     for (const auto& e : s.elements)
       if (!e.removed) count_elem_refs(t, e, -1);
     remove_set(t, s);

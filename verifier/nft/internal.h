@@ -344,9 +344,13 @@ struct TableIndex {
   TableIndex& operator=(const TableIndex&) = delete;
   PosIndex chains, sets;
   size_t n_chains = 0, n_sets = 0;  ///< the vectors' sizes the index covers
-  /// References held by the table's rules and map elements, by the name they reference
-  /// (what the kernel's use counts say: a chain, set or flowtable in use cannot go).
-  UseMap chain_use, set_use, ft_use;
+  /// References held by the table's rules and map elements (what the kernel's use counts say:
+  /// a chain, set or flowtable in use cannot go): per chain and per set by position (the
+  /// vectors' sizes; they follow the objects when the vectors are compacted), per flowtable by
+  /// name. A reference always names a live object: a rule or element is only added when what
+  /// it references exists, and an object with references cannot be deleted.
+  std::vector<int> chain_use, set_use;
+  UseMap ft_use;
   /// What the last successful check of the jump graph knew (graph.cpp), so that the next
   /// batch is checked from its changes only; null: check the whole table.
   std::shared_ptr<GraphCache> graph;
