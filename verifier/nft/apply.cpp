@@ -549,8 +549,7 @@ void count_rule_refs(const Table& t, const Rule& r, int delta) { count_refs(t, t
 void count_elem_refs(const Table& t, const Element& e, int delta) { count_refs(t, table_index(t), e, delta); }
 
 // Canonical element of a set (key fields by the set's key types, value by its data type).
-// (The spec is used up: its texts move into the element.)
-std::optional<std::string> make_element(const Set& s, ElemSpec& spec, Element* out, bool need_value) {
+std::optional<std::string> make_element(const Set& s, const ElemSpec& spec, Element* out, bool need_value) {
   if (spec.key.size() != s.key.size()) return "an element with " + std::to_string(spec.key.size()) + " key fields for a key of " + std::to_string(s.key.size());
   std::string raw;
   for (size_t i = 0; i < spec.key.size(); ++i) {
@@ -566,10 +565,10 @@ std::optional<std::string> make_element(const Set& s, ElemSpec& spec, Element* o
   bool host = s.key.size() > 1 || s.key[0] == Dtype::Mark || s.key[0] == Dtype::Integer;
   if (host) std::reverse(raw.begin(), raw.end());
   out->sort_key = raw;
-  out->written_key = std::move(spec.key);
-  out->comment = std::move(spec.comment);
-  out->timeout = std::move(spec.timeout);
-  out->expires = std::move(spec.expires);
+  out->written_key = spec.key;
+  out->comment = spec.comment;
+  out->timeout = spec.timeout;
+  out->expires = spec.expires;
   if (spec.value) {
     if (!s.is_map) return std::string("a value for a set element");
     if (s.data == Dtype::Verdict) {
@@ -583,7 +582,7 @@ std::optional<std::string> make_element(const Set& s, ElemSpec& spec, Element* o
       if (!canonical_value(s.data, *spec.value, &canon, &bytes)) return "map value '" + *spec.value + "'";
       out->value = canon;
     }
-    out->written_value = std::move(spec.value);
+    out->written_value = spec.value;
   } else if (s.is_map && need_value) {
     return std::string();  // EINVAL, handled by the caller
   }
@@ -622,7 +621,7 @@ class Applier {
   Applier(NftState& work, std::string_view file) : tx_(work), file_(file) {}
 
   // Evaluation (nft userspace). Returns false on errors (collected).
-  bool evaluate(std::vector<Command>& cmds) {
+  bool evaluate(const std::vector<Command>& cmds) {
     tx_.flags = cache_flags(cmds);
     tx_.cache = load_cache(tx_.work, tx_.flags);
     pos_.assign(cmds.size(), RulePos{});
@@ -643,7 +642,7 @@ class Applier {
 
   // The kernel's batch: every message applied in order; failures recorded (the batch goes on,
   // as nfnetlink does, so that every error is reported).
-  void kernel(std::vector<Command>& cmds) {
+  void kernel(const std::vector<Command>& cmds) {
     keep_allowed_ = defer_flushes && !listing && keeping_allowed(cmds, &deleted_names_);
     for (size_t i = 0; i < cmds.size();) {
       const size_t j = collapsed_end(cmds, i);
@@ -669,7 +668,7 @@ class Applier {
   // transaction's (knftables' Dump), and their errors are reported in the kernel's order.
   // That is exact when no command's outcome depends on another's, which holds unless two of
   // them name the same element: such a group is refused.
-  void kernel_collapsed(std::vector<Command>& cmds, size_t b, size_t e) {
+  void kernel_collapsed(const std::vector<Command>& cmds, size_t b, size_t e) {
     if (group_repeats_a_key(cmds, b, e)) {
       refuse(cmds[b].loc, "element commands on one set that name an element twice (nft sends them to the kernel "
                           "in another order)");
@@ -724,7 +723,7 @@ class Applier {
     return false;
   }
 
-  bool eval_one(Command& c, size_t idx) {
+  bool eval_one(const Command& c, size_t idx) {
     switch (c.obj) {
       case Obj::Ruleset:
         tx_.cache.tables.clear();
@@ -811,7 +810,8 @@ class Applier {
         if (c.verb == Verb::Replace)
           for (const auto& as : r.anon_sets)
             if (as.interval) return refuse(as.loc, "replace of a rule with an anonymous interval set (nft 1.0.6 aborts: BUG unhandled op)");
-        if (!r.canonicalized) tx_.warnings.push_back(file_ + ":" + std::to_string(c.loc.line) + ": rule not canonicalized (" + r.why_not + "): " + r.text);
+        if (!r.body->canonicalized)
+          tx_.warnings.push_back(file_ + ":" + std::to_string(c.loc.line) + ": rule not canonicalized (" + r.why_not + "): " + r.body->text);
         // nft evaluates the statements in order and stops at the first error: a nat port
         // without a transport protocol is refused after the references before it.
         auto transport_error = [&] {
@@ -879,7 +879,7 @@ class Applier {
     return true;
   }
 
-  bool rule_cache_update(Command& c, size_t idx) {
+  bool rule_cache_update(const Command& c, size_t idx) {
     CTable* t = tx_.cache.table(c.family, c.table);
     if (!t) return table_not_found(c);
     CChain* ch = t->chain(c.name);
@@ -1333,7 +1333,7 @@ class Applier {
     removed_.insert({t.handle, chain.handle, r.handle});
   }
 
-  void kernel_one(Command& c, size_t idx) {
+  void kernel_one(const Command& c, size_t idx) {
     switch (c.obj) {
       case Obj::Ruleset: {
         clear_tables();
@@ -1349,7 +1349,7 @@ class Applier {
     }
   }
 
-  void k_table(Command& c) {
+  void k_table(const Command& c) {
     Table* t = ktable(c);
     switch (c.verb) {
       case Verb::Add:
@@ -1405,7 +1405,7 @@ class Applier {
   const Table* hint_table_ = nullptr;
   size_t hint_chain_ = 0;
 
-  void k_chain(Command& c) {
+  void k_chain(const Command& c) {
     Table* t = ktable(c);
     if (!t) return kerr(c, Errno::Noent, &c.table_loc);
     if (c.verb == Verb::Delete && c.handle) {
@@ -1528,7 +1528,10 @@ class Applier {
     if (c.verb != Verb::Add || j >= ch.rules.size()) return false;
     Rule& r = ch.rules[j];
     const ParsedRule& pr = *c.rule;
-    if (pr.text != r.text() || pr.comment != r.comment() || pr.canonicalized != r.canonicalized()) return false;
+    const RuleBody& said = *pr.body;
+    if (pr.body != r.body &&
+        (said.text != r.text() || said.comment != r.comment() || said.canonicalized != r.canonicalized()))
+      return false;
     t.next_handle += pr.anon_sets.size();
     r.handle = ++t.next_handle;
     for (const auto& d : r.refs().dynset)
@@ -1567,7 +1570,7 @@ class Applier {
     remove_chain(t, ch);
   }
 
-  void k_rule(Command& c, size_t idx) {
+  void k_rule(const Command& c, size_t idx) {
     if (!keeping_.empty())
       if (Table* t = ktable(c))
         if (Chain* ch = command_chain(*t, c.name); ch && ch->keeping) {
@@ -1678,14 +1681,11 @@ class Applier {
         if (!t->find_set(ref.name)) return kerr(c, Errno::Noent, &ref.loc);
       }
     }
-    // The command is not needed after this: its texts move into the rule.
-    ParsedRule& mr = c.rule.mut();
+    // (the rule shares the parse's body: the command is left as it is)
     Rule r;
     r.handle = handle;
-    r.body = std::make_shared<const RuleBody>(RuleBody{std::move(mr.text), std::move(mr.comment),
-                                                      std::move(mr.canonical), mr.canonicalized, std::move(mr.refs)});
+    r.body = pr.body;
     r.tx_id = txid_[idx];
-    c.rule.reset();  // (what is left of the command's rule is not needed again)
     count_rule_refs(*t, r, +1);
     for (const auto& d : r.refs().dynset)
       if (Set* s = t->find_set(d); s && s->size == 0) set_size(*t, *s, 65535, true);
@@ -1701,7 +1701,7 @@ class Applier {
 
   void kerr_elem(const Command& c, Errno e, const Loc& l) { err(l, std::string("Could not process rule: ") + strerr(e)); }
 
-  void k_set(Command& c) {
+  void k_set(const Command& c) {
     Table* t = ktable(c);
     if (!t) return kerr(c, Errno::Noent, &c.table_loc);
     if (c.verb == Verb::Delete && c.handle) {
@@ -1771,7 +1771,7 @@ class Applier {
     remove_set(t, s);
   }
 
-  void k_element(Command& c) {
+  void k_element(const Command& c) {
     Table* t = ktable(c);
     if (!t) return kerr(c, Errno::Noent, &c.table_loc);
     Set* s = t->find_set(c.name);
@@ -1818,7 +1818,7 @@ class Applier {
     }
   }
 
-  void k_flowtable(Command& c) {
+  void k_flowtable(const Command& c) {
     Table* t = ktable(c);
     if (!t) return kerr(c, Errno::Noent, &c.table_loc);
     if (c.verb == Verb::Delete && c.handle) {
@@ -1944,11 +1944,11 @@ ApplyResult parse_failed(const ParseFailure& f, std::string_view file_name, std:
 struct Fork {
   const std::function<void(NftState&)>& with_copy;
 };
-ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::string_view text,
-                           std::string_view file_name, bool listing, std::vector<Command>* expanded,
-                           bool defer_flushes = true, const Fork* fork = nullptr);
-ApplyResult finish_commands(Applier& a, NftState& state, std::vector<Command>& cmds, bool eval_ok,
-                            std::string_view text, std::string_view file_name, std::vector<Command>* expanded);
+ApplyResult apply_commands(NftState& state, const std::vector<Command>& cmds, std::string_view text,
+                           std::string_view file_name, bool listing, bool defer_flushes = true,
+                           const Fork* fork = nullptr);
+ApplyResult finish_commands(Applier& a, NftState& state, const std::vector<Command>& cmds, bool eval_ok,
+                            std::string_view text, std::string_view file_name);
 }  // namespace
 
 ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view file_name, bool listing,
@@ -1972,22 +1972,22 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
         }
     cmds = expand(parsed);
   }
-  return apply_commands(state, std::move(cmds), text, file_name, listing, expanded, defer_flushes);
+  ApplyResult r = apply_commands(state, cmds, text, file_name, listing, defer_flushes);
+  if (r.ok && expanded) *expanded = std::move(cmds);
+  return r;
 }
 
 namespace {
 // The application of parsed, expanded commands (nft's evaluation, then the kernel's batch).
-ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::string_view text,
-                           std::string_view file_name, bool listing, std::vector<Command>* expanded,
-                           bool defer_flushes, const Fork* fork) {
-  for (size_t i = 0; i < cmds.size(); ++i) cmds[i].seq = i;
+ApplyResult apply_commands(NftState& state, const std::vector<Command>& cmds, std::string_view text,
+                           std::string_view file_name, bool listing, bool defer_flushes, const Fork* fork) {
   // The batch is applied to the state itself; an undo log takes it back when it fails.
   Applier a(state, file_name);
   a.listing = listing;
   a.defer_flushes = defer_flushes;
   if (!fork) {
     const bool eval_ok = a.evaluate(cmds);
-    return finish_commands(a, state, cmds, eval_ok, text, file_name, expanded);
+    return finish_commands(a, state, cmds, eval_ok, text, file_name);
   }
   // Evaluation only reads the state (through its look-up indexes, which are brought up to date
   // first so that no look-up builds one), so the copy is made meanwhile; the copy is then the
@@ -1998,14 +1998,14 @@ ApplyResult apply_commands(NftState& state, std::vector<Command> cmds, std::stri
   side_by_side([&] { copy = state; }, [&] { eval_ok = a.evaluate(cmds); });
   ApplyResult res;
   side_by_side([&] { fork->with_copy(copy); },
-               [&] { res = finish_commands(a, state, cmds, eval_ok, text, file_name, expanded); });
+               [&] { res = finish_commands(a, state, cmds, eval_ok, text, file_name); });
   return res;
 }
 
 // apply_commands after the evaluation: the kernel's batch, the checks after it, and the commit
 // or the rollback.
-ApplyResult finish_commands(Applier& a, NftState& state, std::vector<Command>& cmds, bool eval_ok,
-                            std::string_view text, std::string_view file_name, std::vector<Command>* expanded) {
+ApplyResult finish_commands(Applier& a, NftState& state, const std::vector<Command>& cmds, bool eval_ok,
+                            std::string_view text, std::string_view file_name) {
   ApplyResult res;
   res.operations = cmds.size();
   if (eval_ok) {
@@ -2085,7 +2085,6 @@ ApplyResult finish_commands(Applier& a, NftState& state, std::vector<Command>& c
       for (auto& ch : t.chains)
         for (auto& r : ch.rules) r.tx_id = 0;
   res.ok = true;
-  if (expanded) *expanded = std::move(cmds);
   return res;
 }
 
@@ -2100,7 +2099,7 @@ ApplyResult apply_script_eager(NftState& state, std::string_view text, std::stri
 }
 
 struct PreparedScript::Impl {
-  std::vector<Command> cmds;
+  std::shared_ptr<const std::vector<Command>> cmds;  ///< shared by share() (applying only reads them)
   std::optional<ParseFailure> failure;
 };
 
@@ -2119,7 +2118,144 @@ PreparedScript prepare_script(std::string_view text, ParseThreads threads, size_
     p.impl_->failure = f;
     return p;
   }
-  p.impl_->cmds = expand(parsed);
+  p.impl_->cmds = std::make_shared<const std::vector<Command>>(expand(parsed));
+  return p;
+}
+
+PreparedScript PreparedScript::share() const {
+  PreparedScript p;
+  if (impl_) p.impl_ = std::make_unique<Impl>(*impl_);
+  return p;
+}
+
+// ------------------------------------------------------------------ a parse from another's
+
+namespace {
+
+// A text's lines, and which of them hold whole commands outside braces ("simple" lines): the
+// braces before the line are closed, the line's own are balanced, no string is left open and
+// no '#' is read (after one, no later line is simple: a comment's braces do not count, a
+// word's '#' is not a comment, and kpc does not tell them apart here). A simple line ends in
+// a newline (the last line of a text without one ends the command differently).
+struct Lines {
+  std::vector<std::string_view> text;  // without the newline
+  std::vector<bool> simple;
+  explicit Lines(std::string_view t) {
+    int depth = 0;
+    bool lost = false;  // a '#', an open string or a '}' too many: nothing after is simple
+    size_t b = 0;
+    while (b < t.size()) {
+      size_t e = t.find('\n', b);
+      const bool newline = e != std::string_view::npos;
+      if (!newline) e = t.size();
+      const std::string_view line = t.substr(b, e - b);
+      const int start = depth;
+      for (size_t i = 0; i < line.size() && !lost; ++i) {
+        const char c = line[i];
+        if (c == '"') {
+          const size_t q = line.find('"', i + 1);
+          if (q == std::string_view::npos) lost = true;
+          i = q;
+        } else if (c == '#') {
+          lost = true;
+        } else if (c == '{') {
+          ++depth;
+        } else if (c == '}' && --depth < 0) {
+          lost = true;
+        }
+      }
+      text.push_back(line);
+      simple.push_back(!lost && newline && start == 0 && depth == 0);
+      b = e + 1;
+    }
+  }
+};
+
+// Every location of a command of one line moved from line `from` to line `to`.
+void relocate(Command& c, int from, int to) {
+  auto at = [&](Loc& l) {
+    if (l.line == from) l.line = to;
+  };
+  at(c.loc);
+  at(c.table_loc);
+  at(c.name_loc);
+  at(c.handle_loc);
+  at(c.index_loc);
+  if (c.chain.has_value()) at(c.chain.mut().type_loc);
+  if (c.set.has_value()) {
+    SetSpec& s = c.set.mut();
+    at(s.elements_loc);
+    for (auto& e : s.elements) at(e.key_loc);
+  }
+  for (auto& e : c.elements) at(e.key_loc);
+  if (c.rule.has_value()) {
+    ParsedRule& r = c.rule.mut();
+    for (auto& ref : r.ref_locs) at(ref.loc);
+    for (auto& as : r.anon_sets) {
+      at(as.loc);
+      for (auto& cv : as.chain_values) at(cv.second);
+    }
+    if (r.transport_error) {
+      at(r.transport_error->port);
+      at(r.transport_error->keyword);
+    }
+  }
+  for (auto& b : c.block) relocate(b, from, to);
+}
+
+}  // namespace
+
+PreparedScript prepare_script_like(std::string_view text, const PreparedScript& like, std::string_view like_text) {
+  if (!like.impl_ || like.impl_->failure || !like.impl_->cmds) return prepare_script(text);
+  const std::vector<Command>& donor = *like.impl_->cmds;
+  // The donor's simple lines -> their commands (a range of donor: a line's commands are
+  // consecutive, expanded ones included).
+  const Lines dl(like_text);
+  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> by_line;
+  by_line.reserve(donor.size());
+  for (size_t i = 0; i < donor.size();) {
+    const int line = donor[i].loc.line;
+    size_t j = i + 1;
+    while (j < donor.size() && donor[j].loc.line == line) ++j;
+    if (line >= 1 && static_cast<size_t>(line) <= dl.text.size() && dl.simple[line - 1])
+      by_line.emplace(dl.text[line - 1], std::pair<uint32_t, uint32_t>(static_cast<uint32_t>(i), static_cast<uint32_t>(j)));
+    i = j;
+  }
+  const Lines tl(text);
+  PreparedScript p;
+  p.impl_ = std::make_unique<PreparedScript::Impl>();
+  std::vector<Command> out;
+  out.reserve(donor.size());
+  size_t part_begin = 0, part_line = 1;  // the pending part: bytes from part_begin, its first line
+  size_t off = 0;                          // byte offset of line k
+  try {
+    auto flush_part = [&](size_t end) {
+      if (end <= part_begin) return;
+      std::vector<Command> part = parse_script_part(text.substr(part_begin, end - part_begin), static_cast<int>(part_line));
+      std::vector<Command> cmds = expand(part);
+      std::move(cmds.begin(), cmds.end(), std::back_inserter(out));
+    };
+    for (size_t k = 0; k < tl.text.size(); ++k) {
+      const size_t next = off + tl.text[k].size() + 1;
+      auto it = tl.simple[k] ? by_line.find(tl.text[k]) : by_line.end();
+      if (it == by_line.end()) {
+        off = next;
+        continue;
+      }
+      flush_part(off);
+      const int from = donor[it->second.first].loc.line, to = static_cast<int>(k + 1);
+      for (uint32_t i = it->second.first; i < it->second.second; ++i) {
+        out.push_back(donor[i]);
+        relocate(out.back(), from, to);
+      }
+      part_begin = off = next;
+      part_line = k + 2;
+    }
+    flush_part(text.size());
+  } catch (const ParseFailure&) {
+    return prepare_script(text);  // (the failure exactly as a whole parse finds it)
+  }
+  p.impl_->cmds = std::make_shared<const std::vector<Command>>(std::move(out));
   return p;
 }
 
@@ -2136,11 +2272,8 @@ ApplyResult apply_prepared_impl(NftState& state, PreparedScript&& script, std::s
     return parse_failed(*script.impl_->failure, file_name, text);
   }
   std::unique_ptr<PreparedScript::Impl> im = std::move(script.impl_);
-  if (!spent) return apply_commands(state, std::move(im->cmds), text, file_name, false, nullptr, true, fork);
-  // (apply_commands hands the commands back through `expanded`)
-  std::vector<Command> cmds = std::move(im->cmds);
-  ApplyResult r = apply_commands(state, std::move(cmds), text, file_name, false, &im->cmds, true, fork);
-  spent->impl_ = std::move(im);
+  ApplyResult r = apply_commands(state, *im->cmds, text, file_name, false, true, fork);
+  if (spent) spent->impl_ = std::move(im);
   return r;
 }
 }  // namespace

@@ -62,6 +62,7 @@ class Box {
     if (!p_) p_ = std::make_unique<T>();
     return *p_;
   }
+  bool has_value() const { return p_ != nullptr; }
   void reset() { p_.reset(); }
  private:
   static const T& empty() {
@@ -118,12 +119,11 @@ struct ChainSpec {
 
 /// A parsed rule statement list (statement.cpp).
 struct ParsedRule {
-  std::string text;  ///< as written, comment excluded, whitespace-normalised
-  std::optional<std::string> comment;
-  std::string canonical;
-  bool canonicalized = true;
+  /// What the rule says (text as written, comment excluded, whitespace-normalised; the canonical
+  /// text; references), made once by the parser and shared by the state's rule (k_rule): a
+  /// command's rule is only read when it is applied, so that one parse can serve two scripts.
+  std::shared_ptr<const RuleBody> body;
   std::string why_not;  ///< why the text is not canonicalized
-  RuleRefs refs;
   struct Ref {
     std::string name;
     Loc loc;
@@ -195,11 +195,14 @@ struct Command {
   // flowtable
   Box<FlowtableSpec> flowtable;
   uint64_t listed_handle = 0;   ///< a listing's "# handle N" for this object
-  size_t seq = 0;               ///< position in the expanded command list
 };
 
 /// Parses a whole script (commands and table blocks). Throws ParseFailure.
 std::vector<Command> parse_script(std::string_view text);
+/// The commands of a part of a larger script, the part starting at line first_line between two
+/// commands (outside braces). Throws ParseFailure (without looking for a lexical error after
+/// it, as parse_script does: the caller parses the whole script then).
+std::vector<Command> parse_script_part(std::string_view part, int first_line);
 /// parse_script on two threads for a large input: split at a line break in the middle, the
 /// halves parsed side by side, the commands appended. Exact: the split is kept only when the
 /// first half parses to its end (so the break is between commands, where parsing the whole

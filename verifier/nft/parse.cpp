@@ -870,6 +870,10 @@ std::vector<Command> parse_script(std::string_view text) {
   }
 }
 
+std::vector<Command> parse_script_part(std::string_view part, int first_line) {
+  return Parser(part, first_line).script();
+}
+
 std::vector<Command> parse_script_split(std::string_view text, size_t split_min) {
   if (text.size() < split_min || text.empty()) return parse_script(text);
   const size_t nl = text.find('\n', text.size() / 2);

@@ -170,14 +170,15 @@ class RuleParser {
 
   ParsedRule parse() {
     ParsedRule r;
+    RuleBody said;  // (r.body, once complete)
     // The comment: a trailing `comment "..."`.
     size_t stmt_end = end_;
     if (end_ - p_ >= 2 && t_[end_ - 2].kind == Tok::Word && t_[end_ - 2].text == "comment" &&
         t_[end_ - 1].kind == Tok::String) {
-      r.comment = std::string(t_[end_ - 1].text);
+      said.comment = std::string(t_[end_ - 1].text);
       stmt_end = end_ - 2;
     }
-    if (stmt_end > p_) r.text = std::string(src_.substr(t_[p_].off, t_[stmt_end - 1].end - t_[p_].off));
+    if (stmt_end > p_) said.text = std::string(src_.substr(t_[p_].off, t_[stmt_end - 1].end - t_[p_].off));
     end_ = stmt_end;
     size_t start = p_;
     try {
@@ -195,33 +196,34 @@ class RuleParser {
         out += parts[i];
       }
       // (moved: the parser is not read again)
-      r.canonical = std::move(out);
-      r.refs = std::move(refs_);
+      said.canonical = std::move(out);
+      said.refs = std::move(refs_);
       r.ref_locs = std::move(ref_locs_);
       r.anon_sets = std::move(anon_);
       r.transport_error = transport_error_;
     } catch (const Bad& b) {
       // Not kube-proxy's vocabulary: keep the text, find references as knftables' fake does.
-      r.canonicalized = false;
+      said.canonicalized = false;
       r.why_not = b.why;
-      r.canonical = r.text;
-      r.refs = RuleRefs{};
+      said.canonical = said.text;
+      said.refs = RuleRefs{};
       r.ref_locs.clear();
       r.anon_sets.clear();
       for (size_t i = start; i < end_; ++i) {
         const Token& tk = t_[i];
         if (tk.kind == Tok::SetRef) {
           bool map = i > start && t_[i - 1].kind == Tok::Word && (t_[i - 1].text == "vmap" || t_[i - 1].text == "map");
-          r.refs.sets.push_back(std::string(tk.text));
+          said.refs.sets.push_back(std::string(tk.text));
           r.ref_locs.push_back({std::string(tk.text), tk.loc, map ? ParsedRule::Ref::Map : ParsedRule::Ref::Set});
         } else if (tk.kind == Tok::Word && (tk.text == "jump" || tk.text == "goto") && i + 1 < end_ &&
                    t_[i + 1].kind == Tok::Word) {
-          r.refs.chains.push_back(std::string(t_[i + 1].text));
+          said.refs.chains.push_back(std::string(t_[i + 1].text));
           r.ref_locs.push_back({std::string(t_[i + 1].text), t_[i + 1].loc, ParsedRule::Ref::Chain});
         }
       }
     }
-    if (r.comment) r.canonical += " comment " + quote(*r.comment);
+    if (said.comment) said.canonical += " comment " + quote(*said.comment);
+    r.body = std::make_shared<const RuleBody>(std::move(said));
     return r;
   }
 
@@ -829,7 +831,7 @@ class RuleParser {
 ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, Family family) {
   RuleParser p(src, toks, 0, n, family);
   ParsedRule r = p.parse();
-  if (r.canonicalized) {
+  if (r.body->canonicalized) {
     for (auto& [name, types] : p.vmap_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Map});
     for (auto& [name, types] : p.lookup_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Set});
     for (auto& [name, types] : p.dyn_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Dynset});

@@ -1,0 +1,145 @@
+// prepare_script_like (verifier/nft/apply.cpp) builds a script's parse from another script's:
+// lines holding whole commands outside braces in both texts are copied with their locations
+// moved, the rest is parsed in parts, and anything that does not parse alone is parsed whole.
+// `kpc verify` parses the full transaction so, from the prior's parse. It must be invisible:
+// random kube-proxy-shaped priors and scripts made from them (the prior itself, full-sync
+// rewrites, transactions, and the prior's lines deleted, repeated, swapped, moved into a table
+// block, followed by a comment, a syntax error, an unterminated string, without the last
+// newline) are applied to the prior's state and to an empty node both ways, and must give the
+// same result, errors (each one's line and columns), warnings and `nft -a list ruleset`.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "tests/support/nft_gen.h"
+#include "verifier/nft/nft.h"
+
+namespace kpc::verifier::nft {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+// A script made from the prior's lines (and a transaction's), one way or another.
+std::string derived(test::NftGen& gen, const std::string& prior, const NftState& state, int how) {
+  std::vector<std::string> l = lines_of(prior);
+  auto at = [&] { return gen.next(l.size() + 1); };
+  switch (how) {
+    case 0: return prior;
+    case 1: return gen.rewrite(state);
+    case 2: return gen.transaction(state);
+    case 3:  // lines deleted: what they add is missing for the lines after them
+      for (int k = 0; k < 3 && !l.empty(); ++k) l.erase(l.begin() + static_cast<long>(gen.next(l.size())));
+      return joined(l);
+    case 4:  // lines repeated and swapped
+      if (!l.empty()) {
+        const size_t a = gen.next(l.size()), b = gen.next(l.size());
+        l.insert(l.begin() + static_cast<long>(at()), l[a]);
+        std::swap(l[a], l[b]);
+      }
+      return joined(l);
+    case 5: {  // a transaction's lines in the middle (errors on the copied lines after them)
+      const std::vector<std::string> t = lines_of(gen.transaction(state));
+      l.insert(l.begin() + static_cast<long>(at()), t.begin(), t.end());
+      return joined(l);
+    }
+    case 6: {  // some of the prior's lines inside a table block: not whole commands there
+      if (l.size() < 2) return prior;
+      const size_t b = gen.next(l.size() - 1), e = b + 1 + gen.next(std::min<size_t>(4, l.size() - b - 1));
+      l.insert(l.begin() + static_cast<long>(e), "}");
+      l.insert(l.begin() + static_cast<long>(b), "table ip kube-proxy {");
+      return joined(l);
+    }
+    case 7:  // a comment (with a brace in it), then the prior's lines again
+      l.insert(l.begin() + static_cast<long>(at()), "# a comment { with a brace");
+      return joined(l);
+    case 8:  // a syntax error, then an unterminated string further on
+      l.insert(l.begin() + static_cast<long>(at()), "add chain ip kube-proxy");
+      if (gen.chance(50)) l.insert(l.begin() + static_cast<long>(at()), "add chain ip kube-proxy \"open");
+      return joined(l);
+    case 9: {  // the last line without its newline
+      std::string s = joined(l);
+      if (!s.empty()) s.pop_back();
+      return s;
+    }
+    default: {  // a brace too many, then the prior's lines
+      l.insert(l.begin() + static_cast<long>(at()), "}");
+      return joined(l);
+    }
+  }
+}
+
+std::string outcome(const ApplyResult& r, const NftState& s) {
+  std::string out = test::apply_outcome(r);
+  for (const auto& w : r.warnings) out += "\nwarning: " + w;
+  return out + "\n" + print_ruleset(s, {true});
+}
+
+TEST(NftPrepareLikeProps, AParseFromAnotherScriptsIsTheScriptsOwn) {
+  const uint64_t seed = 20261205;
+  const int kinds = 11;
+  std::vector<size_t> per_kind(kinds, 0), failed(kinds, 0);
+  size_t mismatches = 0;
+  const NftState empty;
+  for (uint64_t i = 0; i < 600 && mismatches < 3; ++i) {
+    test::NftGen gen(seed + i);
+    const std::string prior = gen.state_script();
+    NftState state;
+    ASSERT_TRUE(apply_script(state, prior, "prior.nft").ok);
+    const PreparedScript prior_parse = prepare_script(prior);
+    const int how = static_cast<int>(i % kinds);
+    const std::string text = derived(gen, prior, state, how);
+    // on the prior's state, and on an empty node (where a copied line whose chain a deleted
+    // line added fails: its error must be on its own line)
+    for (const NftState* base : {static_cast<const NftState*>(&state), &empty}) {
+      NftState a = *base, b = *base;
+      const ApplyResult ra = apply_prepared(a, prepare_script(text), text, "full.nft");
+      const ApplyResult rb = apply_prepared(b, prepare_script_like(text, prior_parse, prior), text, "full.nft");
+      ++per_kind[how];
+      if (!ra.ok) ++failed[how];
+      if (outcome(ra, a) != outcome(rb, b)) {
+        ++mismatches;
+        ADD_FAILURE() << "seed " << seed + i << " kind " << how << "\n--- text:\n" << text << "--- parsed:\n"
+                      << outcome(ra, a) << "\n--- from the prior's parse:\n" << outcome(rb, b);
+      }
+    }
+  }
+  std::string counts;
+  for (int k = 0; k < kinds; ++k)
+    counts += " " + std::to_string(k) + ":" + std::to_string(per_kind[k]) + "/" + std::to_string(failed[k]) + "f";
+  std::printf("prepare_script_like: 600 scripts, each on the prior's state and on an empty node (kind:count/failed)%s, %zu mismatches\n", counts.c_str(), mismatches);
+  EXPECT_EQ(mismatches, 0u);
+}
+
+// The prior's parse may be applied while another thread copies from it (kpc verify does): it
+// is left as it was, and a share() of it applies the same commands.
+TEST(NftPrepareLikeProps, ApplyingAScriptLeavesItsParseAsItWas) {
+  test::NftGen gen(7);
+  const std::string prior = gen.state_script();
+  PreparedScript p = prepare_script(prior);
+  const PreparedScript kept = p.share();
+  NftState s1, s2;
+  ASSERT_TRUE(apply_prepared(s1, std::move(p), prior, "prior.nft").ok);
+  PreparedScript again = kept.share();
+  ASSERT_TRUE(apply_prepared(s2, std::move(again), prior, "prior.nft").ok);
+  EXPECT_EQ(print_ruleset(s1, {true}), print_ruleset(s2, {true}));
+  // and a script copied from the applied parse is the prior's own
+  NftState s3, s4;
+  const ApplyResult r3 = apply_prepared(s3, prepare_script_like(prior, kept, prior), prior, "prior.nft");
+  const ApplyResult r4 = apply_script(s4, prior, "prior.nft");
+  EXPECT_EQ(outcome(r3, s3), outcome(r4, s4));
+}
+
+}  // namespace
+}  // namespace kpc::verifier::nft
