@@ -703,6 +703,11 @@ class Applier {
     err(l, "not modelled by kpc: " + what, true);
     return false;
   }
+  // A location of c's rule where c is now (ParsedRule::line).
+  static Loc moved(const Command& c, Loc l) {
+    if (l.line) l.line += c.loc.line - c.rule->line;
+    return l;
+  }
 
   // ---------------------------------------------------------------- evaluation
   bool table_not_found(const Command& c) {
@@ -809,14 +814,15 @@ class Applier {
         const ParsedRule& r = *c.rule;
         if (c.verb == Verb::Replace)
           for (const auto& as : r.anon_sets)
-            if (as.interval) return refuse(as.loc, "replace of a rule with an anonymous interval set (nft 1.0.6 aborts: BUG unhandled op)");
+            if (as.interval) return refuse(moved(c, as.loc), "replace of a rule with an anonymous interval set (nft 1.0.6 aborts: BUG unhandled op)");
         if (!r.body->canonicalized)
           tx_.warnings.push_back(file_ + ":" + std::to_string(c.loc.line) + ": rule not canonicalized (" + r.why_not + "): " + r.body->text);
         // nft evaluates the statements in order and stops at the first error: a nat port
         // without a transport protocol is refused after the references before it.
         auto transport_error = [&] {
           const auto& te = *r.transport_error;
-          tx_.errors.push_back({te.port, "transport protocol mapping is only valid after transport protocol match", false, te.keyword});
+          tx_.errors.push_back({moved(c, te.port), "transport protocol mapping is only valid after transport protocol match", false,
+                                moved(c, te.keyword)});
           return false;
         };
         for (size_t k = 0; k < r.ref_locs.size(); ++k) {
@@ -829,21 +835,21 @@ class Applier {
             if (std::find(t->flowtables.begin(), t->flowtables.end(), ref.name) == t->flowtables.end()) {
               auto [ft, f] = flowtable_fuzzy(tx_.cache, ref.name);
               if (f)
-                err(ref.loc, kENOENT + "; did you mean flowtable \u2018" + std::string(*f) + "\u2019 in table " +
-                                 family_name(ft->family) + " \u2018" + std::string(ft->name) + "\u2019?");
-              else err(ref.loc, kENOENT);
+                err(moved(c, ref.loc), kENOENT + "; did you mean flowtable \u2018" + std::string(*f) + "\u2019 in table " +
+                                           family_name(ft->family) + " \u2018" + std::string(ft->name) + "\u2019?");
+              else err(moved(c, ref.loc), kENOENT);
               return false;
             }
             continue;
           }
           CSet* s = t->set(ref.name);
-          if (!s) return set_not_found(ref.loc, ref.name);
+          if (!s) return set_not_found(moved(c, ref.loc), ref.name);
           for (const auto& tr : r.typed_refs) {
             if (tr.name != ref.name || tr.kind != ref.kind) continue;
-            if (tr.types != s->key) return refuse(ref.loc, "a datatype mismatch between a rule and @" + ref.name);
+            if (tr.types != s->key) return refuse(moved(c, ref.loc), "a datatype mismatch between a rule and @" + ref.name);
             if (tr.kind == ParsedRule::Ref::Map && (!s->is_map || s->data != Dtype::Verdict))
-              return refuse(ref.loc, "vmap on @" + ref.name + ", which is not a verdict map");
-            if (tr.kind == ParsedRule::Ref::Dynset && s->is_map) return refuse(ref.loc, "update of a map");
+              return refuse(moved(c, ref.loc), "vmap on @" + ref.name + ", which is not a verdict map");
+            if (tr.kind == ParsedRule::Ref::Dynset && s->is_map) return refuse(moved(c, ref.loc), "update of a map");
           }
         }
         // (a listing is the kernel's state, whatever nft would say of the rule as a command)
@@ -1585,11 +1591,12 @@ class Applier {
         if (!t) {
           // the set's message, then its elements' message, each without a hint
           err(c.table_loc, std::string("Could not process rule: ") + strerr(Errno::Noent));
-          err(as.loc, std::string("Could not process rule: ") + strerr(Errno::Noent));
+          err(moved(c, as.loc), std::string("Could not process rule: ") + strerr(Errno::Noent));
           continue;
         }
         ++t->next_handle;
-        for (const auto& [chain, loc] : as.chain_values) {
+        for (const auto& [chain, at] : as.chain_values) {
+          const Loc loc = moved(c, at);
           Chain* target = t->find_chain(chain);
           if (!target) {
             kerr_elem(c, Errno::Noent, loc);
@@ -1664,21 +1671,22 @@ class Applier {
     }
     // expressions: jump/goto targets must exist
     for (const auto& ref : pr.ref_locs) {
+      const Loc loc = moved(c, ref.loc);
       if (ref.kind == ParsedRule::Ref::Chain && ref.name == c.name) {
-        refuse(ref.loc, "a rule that jumps to its own chain (a loop: the kernel's EMLINK)");
+        refuse(loc, "a rule that jumps to its own chain (a loop: the kernel's EMLINK)");
         return;
       }
       if (ref.kind == ParsedRule::Ref::Chain) {
         Chain* target = t->find_chain(ref.name);
-        if (!target) return kerr(c, Errno::Noent, &ref.loc);
+        if (!target) return kerr(c, Errno::Noent, &loc);
         if (target->base) {
-          refuse(ref.loc, "a jump to a base chain");
+          refuse(loc, "a jump to a base chain");
           return;
         }
       } else if (ref.kind == ParsedRule::Ref::Flowtable) {
-        if (!t->find_flowtable(ref.name)) return kerr(c, Errno::Noent, &ref.loc);
+        if (!t->find_flowtable(ref.name)) return kerr(c, Errno::Noent, &loc);
       } else {
-        if (!t->find_set(ref.name)) return kerr(c, Errno::Noent, &ref.loc);
+        if (!t->find_set(ref.name)) return kerr(c, Errno::Noent, &loc);
       }
     }
     // (the rule shares the parse's body: the command is left as it is)
@@ -2188,18 +2196,7 @@ void relocate(Command& c, int from, int to) {
     for (auto& e : s.elements) at(e.key_loc);
   }
   for (auto& e : c.elements) at(e.key_loc);
-  if (c.rule.has_value()) {
-    ParsedRule& r = c.rule.mut();
-    for (auto& ref : r.ref_locs) at(ref.loc);
-    for (auto& as : r.anon_sets) {
-      at(as.loc);
-      for (auto& cv : as.chain_values) at(cv.second);
-    }
-    if (r.transport_error) {
-      at(r.transport_error->port);
-      at(r.transport_error->keyword);
-    }
-  }
+  // (the rule is shared, its locations read moved: Applier::moved)
   for (auto& b : c.block) relocate(b, from, to);
 }
 
@@ -2211,14 +2208,23 @@ PreparedScript prepare_script_like(std::string_view text, const PreparedScript& 
   // The donor's simple lines -> their commands (a range of donor: a line's commands are
   // consecutive, expanded ones included).
   const Lines dl(like_text);
-  std::unordered_map<std::string_view, std::pair<uint32_t, uint32_t>> by_line;
-  by_line.reserve(donor.size());
+  struct Donated {
+    std::string_view line;
+    uint32_t begin, end;  // donor[begin, end)
+  };
+  std::vector<Donated> donated;
+  donated.reserve(dl.text.size());
+  PosIndex by_line;  // (flat: one table, no node per line)
+  by_line.reserve(dl.text.size());
+  auto line_at = [&](uint32_t p) { return donated[p].line; };
   for (size_t i = 0; i < donor.size();) {
     const int line = donor[i].loc.line;
     size_t j = i + 1;
     while (j < donor.size() && donor[j].loc.line == line) ++j;
-    if (line >= 1 && static_cast<size_t>(line) <= dl.text.size() && dl.simple[line - 1])
-      by_line.emplace(dl.text[line - 1], std::pair<uint32_t, uint32_t>(static_cast<uint32_t>(i), static_cast<uint32_t>(j)));
+    if (line >= 1 && static_cast<size_t>(line) <= dl.text.size() && dl.simple[line - 1]) {
+      donated.push_back({dl.text[line - 1], static_cast<uint32_t>(i), static_cast<uint32_t>(j)});
+      by_line.emplace(dl.text[line - 1], static_cast<uint32_t>(donated.size() - 1), line_at);
+    }
     i = j;
   }
   const Lines tl(text);
@@ -2237,14 +2243,14 @@ PreparedScript prepare_script_like(std::string_view text, const PreparedScript& 
     };
     for (size_t k = 0; k < tl.text.size(); ++k) {
       const size_t next = off + tl.text[k].size() + 1;
-      auto it = tl.simple[k] ? by_line.find(tl.text[k]) : by_line.end();
-      if (it == by_line.end()) {
+      const uint32_t d = tl.simple[k] ? by_line.find(tl.text[k], line_at) : PosIndex::kNone;
+      if (d == PosIndex::kNone) {
         off = next;
         continue;
       }
       flush_part(off);
-      const int from = donor[it->second.first].loc.line, to = static_cast<int>(k + 1);
-      for (uint32_t i = it->second.first; i < it->second.second; ++i) {
+      const int from = donor[donated[d].begin].loc.line, to = static_cast<int>(k + 1);
+      for (uint32_t i = donated[d].begin; i < donated[d].end; ++i) {
         out.push_back(donor[i]);
         relocate(out.back(), from, to);
       }

@@ -72,6 +72,27 @@ class Box {
   std::unique_ptr<T> p_;
 };
 
+/// A read-only part of a command, shared by its copies (a command copied from another
+/// script's parse shares its rule: prepare_script_like). Reading an empty one gives a default
+/// value.
+template <class T>
+class Shared {
+ public:
+  Shared& operator=(T v) {
+    p_ = std::make_shared<const T>(std::move(v));
+    return *this;
+  }
+  const T* operator->() const { return p_ ? p_.get() : &empty(); }
+  const T& operator*() const { return p_ ? *p_ : empty(); }
+  bool has_value() const { return p_ != nullptr; }
+ private:
+  static const T& empty() {
+    static const T e{};
+    return e;
+  }
+  std::shared_ptr<const T> p_;
+};
+
 /// Thrown while parsing; carries a located message. not_modelled: kpc's refusal.
 struct ParseFailure {
   Loc loc;
@@ -119,6 +140,10 @@ struct ChainSpec {
 
 /// A parsed rule statement list (statement.cpp).
 struct ParsedRule {
+  /// The line of the command the rule was parsed in. Its locations below are that parse's; a
+  /// command copied to another line (prepare_script_like) shares the rule, and a location of
+  /// it is read moved by the difference (Applier::moved).
+  int line = 0;
   /// What the rule says (text as written, comment excluded, whitespace-normalised; the canonical
   /// text; references), made once by the parser and shared by the state's rule (k_rule): a
   /// command's rule is only read when it is applied, so that one parse can serve two scripts.
@@ -191,7 +216,7 @@ struct Command {
   // element
   std::vector<ElemSpec> elements;
   // rule
-  Box<ParsedRule> rule;
+  Shared<ParsedRule> rule;
   // flowtable
   Box<FlowtableSpec> flowtable;
   uint64_t listed_handle = 0;   ///< a listing's "# handle N" for this object

@@ -294,11 +294,13 @@ class Parser {
     first_chunk_ = keep;
   }
   const Token& peek(size_t k = 0) { return tok(p_ + k); }
-  // The rule of tokens [b, e) (absolute indexes).
-  ParsedRule rule_at(size_t b, size_t e, Family f) {
+  // The rule of tokens [b, e) (absolute indexes) of a command on `line`.
+  ParsedRule rule_at(size_t b, size_t e, Family f, int line) {
     rule_toks_.clear();
     for (size_t i = b; i < e; ++i) rule_toks_.push_back(tok(i));
-    return parse_rule(src_, rule_toks_.data(), rule_toks_.size(), f);
+    ParsedRule r = parse_rule(src_, rule_toks_.data(), rule_toks_.size(), f);
+    r.line = line;
+    return r;
   }
   const Token& next() {
     const Token& t = tok(p_);
@@ -499,7 +501,7 @@ class Parser {
         // stopped), so kpc refuses it too rather than keep a rule nft never takes.
         if (depth > 0) fail(peek().loc, "syntax error, unexpected end of file (a rule's '{' is not closed)", true);
         if (b == p_) fail(peek().loc, "syntax error, unexpected " + describe(peek()), true);
-        c.rule = rule_at(b, p_, c.family);
+        c.rule = rule_at(b, p_, c.family, start.line);
         break;
       }
       case Obj::Ruleset: break;
@@ -674,7 +676,7 @@ class Parser {
       r.table_loc = ch.table_loc;
       r.name = ch.name;
       r.name_loc = ch.name_loc;
-      r.rule = rule_at(b, e, ch.family);
+      r.rule = rule_at(b, e, ch.family, tok(b).loc.line);
       r.loc = span(tok(b).loc, tok(e - 1).loc);
       if (handle) r.listed_handle = *handle;
       rules.push_back(std::move(r));
