@@ -1,7 +1,9 @@
 // libFuzzer target: any bytes as an nft script (`nft -f`) or an `nft list ruleset` listing,
 // read by the nft model (verifier/nft). Applied to an empty node and to kube-proxy's base
 // ruleset; whatever applies must print as a listing that reads back to the same state, and
-// a failed script must leave the state as it was. Never a crash, hang or sanitizer report.
+// a failed script must leave the state as it was; its parse taken from the base ruleset's
+// (prepare_script_like) must give what its own parse gives. Never a crash, hang or sanitizer
+// report.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -59,6 +61,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   nft::NftState base;
   if (!nft::apply_script(base, kBase, "base.nft").ok) fail("the base state does not apply", kBase);
   check(base, text);
+  // The parse taken from another script's (prepare_script_like: kpc verify's full from its
+  // prior): the same outcome, errors and state as the script's own parse.
+  {
+    nft::NftState own, like;
+    if (!nft::apply_script(own, kBase, "base.nft").ok || !nft::apply_script(like, kBase, "base.nft").ok)
+      fail("the base state does not apply", kBase);
+    const nft::ApplyResult ro = nft::apply_script(own, text, "fuzz.nft");
+    const nft::ApplyResult rl =
+        nft::apply_prepared(like, nft::prepare_script_like(text, nft::prepare_script(kBase), kBase), text, "fuzz.nft");
+    auto outcome = [](const nft::ApplyResult& r, const nft::NftState& s) {
+      std::string o = r.ok ? "ok\n" : "failed\n";
+      for (const auto& e : r.errors) o += e.render();
+      for (const auto& w : r.warnings) o += w + "\n";
+      return o + nft::print_ruleset(s, {true});
+    };
+    if (outcome(ro, own) != outcome(rl, like))
+      fail("a parse taken from another script's differs", std::string(text) + "\n---\n" + outcome(ro, own) + "\n---\n" + outcome(rl, like));
+  }
   nft::NftState listed;
   nft::NftError err;
   if (nft::looks_like_listing(text) && nft::parse_listing(text, "fuzz.nft", &listed, &err))
