@@ -17,6 +17,7 @@
 
 #include "tests/support/golden.h"
 #include "tests/support/test_util.h"
+#include "tests/support/text_lines.h"
 #include "verifier/equiv/verify.h"
 #include "verifier/sem/report.h"
 #include "verifier/symbolic/compare.h"
@@ -25,17 +26,8 @@
 namespace kpc::verifier {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& t) {
-  std::vector<std::string> out;
-  std::istringstream in(t);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
-std::string join(const std::vector<std::string>& ls) {
-  std::string s;
-  for (const auto& l : ls) s += l + "\n";
-  return s;
-}
+using test::join_lines;
+using test::lines_of;
 
 struct Mutant {
   std::string kind, text, what;
@@ -60,7 +52,7 @@ std::vector<Mutant> mutants(const std::string& partial) {
   auto without = [&](size_t i) {
     auto c = ls;
     c.erase(c.begin() + static_cast<long>(i));
-    return join(c);
+    return join_lines(c);
   };
   size_t rules = 0;
   for (const auto& l : ls) rules += l.rfind("-A ", 0) == 0;
@@ -74,20 +66,20 @@ std::vector<Mutant> mutants(const std::string& partial) {
     if (auto r = retarget(l); !r.empty()) {
       auto c = ls;
       c[i] = r;
-      out.push_back({"retarget DNAT", join(c), l});
+      out.push_back({"retarget DNAT", join_lines(c), l});
     }
     size_t p = l.find("--probability ");
     if (p != std::string::npos) {
       auto c = ls;
       size_t e = l.find(' ', p + 14);
       c[i] = l.substr(0, p + 14) + "0.1000000000" + l.substr(e);
-      out.push_back({"change probability", join(c), l});
+      out.push_back({"change probability", join_lines(c), l});
       // Swap with the next rule of the same chain (the cascade's next endpoint).
       std::string chain = l.substr(3, l.find(' ', 3) - 3);
       if (i + 1 < ls.size() && ls[i + 1].rfind("-A " + chain + " ", 0) == 0) {
         auto s = ls;
         std::swap(s[i], s[i + 1]);
-        out.push_back({"swap load-balancing rules", join(s), l});
+        out.push_back({"swap load-balancing rules", join_lines(s), l});
       }
     }
   }
@@ -295,7 +287,7 @@ TEST(VerifyMutations, RenamedChainsAndShuffledServicesAreEquivalent) {
       for (const auto& l : groups[g]) shuffled_rules.push_back(l);
     auto sl = ls;
     for (size_t k = 0; k < idx.size(); ++k) sl[idx[k]] = shuffled_rules[k];
-    std::string shuffled = join(sl);
+    std::string shuffled = join_lines(sl);
     std::vector<IPAddr> local = {*IPAddr::parse(family == IPFamily::V4 ? "192.168.0.2" : "2001:db8::1")};
     auto load = [&](const std::string& t) {
       RulesetState s = RulesetState::empty(family);
@@ -362,7 +354,7 @@ TEST(VerifyMutations, AffinityListRenamesPairAndListSwapsDiffer) {
   auto swapped = ls;
   swapped[rchecks[0]] = replace_all(ls[rchecks[0]], "--name " + n0, "--name " + n1);
   swapped[rchecks[1]] = replace_all(ls[rchecks[1]], "--name " + n1, "--name " + n0);
-  r = compare(join(swapped));
+  r = compare(join_lines(swapped));
   EXPECT_FALSE(r.equivalent()) << "swapped lists judged equivalent";
   EXPECT_GT(r.differing_classes, 0u);
 
@@ -371,7 +363,7 @@ TEST(VerifyMutations, AffinityListRenamesPairAndListSwapsDiffer) {
   for (auto& l : lost)
     if (l.find(" --set ") != std::string::npos && l.find("--name " + n0) != std::string::npos)
       l = replace_all(l, "--name " + n0, "--name NOBODY-CHECKS");
-  r = compare(join(lost));
+  r = compare(join_lines(lost));
   EXPECT_FALSE(r.equivalent()) << "a --set into an unchecked list judged equivalent";
 }
 

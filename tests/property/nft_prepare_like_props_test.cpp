@@ -10,26 +10,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <sstream>
 
 #include "tests/support/nft_gen.h"
+#include "tests/support/text_lines.h"
 #include "verifier/nft/nft.h"
 
 namespace kpc::verifier::nft {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) out.push_back(l);
-  return out;
-}
-
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += l + "\n";
-  return out;
-}
+using test::lines_of;
 
 // A script made from the prior's lines (and a transaction's), one way or another.
 std::string derived(test::NftGen& gen, const std::string& prior, const NftState& state, int how) {
@@ -41,41 +30,41 @@ std::string derived(test::NftGen& gen, const std::string& prior, const NftState&
     case 2: return gen.transaction(state);
     case 3:  // lines deleted: what they add is missing for the lines after them
       for (int k = 0; k < 3 && !l.empty(); ++k) l.erase(l.begin() + static_cast<long>(gen.next(l.size())));
-      return joined(l);
+      return test::join_lines(l);
     case 4:  // lines repeated and swapped
       if (!l.empty()) {
         const size_t a = gen.next(l.size()), b = gen.next(l.size());
         l.insert(l.begin() + static_cast<long>(at()), l[a]);
         std::swap(l[a], l[b]);
       }
-      return joined(l);
+      return test::join_lines(l);
     case 5: {  // a transaction's lines in the middle (errors on the copied lines after them)
       const std::vector<std::string> t = lines_of(gen.transaction(state));
       l.insert(l.begin() + static_cast<long>(at()), t.begin(), t.end());
-      return joined(l);
+      return test::join_lines(l);
     }
     case 6: {  // some of the prior's lines inside a table block: not whole commands there
       if (l.size() < 2) return prior;
       const size_t b = gen.next(l.size() - 1), e = b + 1 + gen.next(std::min<size_t>(4, l.size() - b - 1));
       l.insert(l.begin() + static_cast<long>(e), "}");
       l.insert(l.begin() + static_cast<long>(b), "table ip kube-proxy {");
-      return joined(l);
+      return test::join_lines(l);
     }
     case 7:  // a comment (with a brace in it), then the prior's lines again
       l.insert(l.begin() + static_cast<long>(at()), "# a comment { with a brace");
-      return joined(l);
+      return test::join_lines(l);
     case 8:  // a syntax error, then an unterminated string further on
       l.insert(l.begin() + static_cast<long>(at()), "add chain ip kube-proxy");
       if (gen.chance(50)) l.insert(l.begin() + static_cast<long>(at()), "add chain ip kube-proxy \"open");
-      return joined(l);
+      return test::join_lines(l);
     case 9: {  // the last line without its newline
-      std::string s = joined(l);
+      std::string s = test::join_lines(l);
       if (!s.empty()) s.pop_back();
       return s;
     }
     default: {  // a brace too many, then the prior's lines
       l.insert(l.begin() + static_cast<long>(at()), "}");
-      return joined(l);
+      return test::join_lines(l);
     }
   }
 }
