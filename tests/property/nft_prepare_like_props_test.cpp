@@ -5,8 +5,10 @@
 // random kube-proxy-shaped priors and scripts made from them (the prior itself, full-sync
 // rewrites, transactions, and the prior's lines deleted, repeated, swapped, moved into a table
 // block, followed by a comment, a syntax error, an unterminated string, without the last
-// newline) are applied to the prior's state and to an empty node both ways, and must give the
-// same result, errors (each one's line and columns), warnings and `nft -a list ruleset`.
+// newline, a chain created twice) are applied to the prior's state and to an empty node both
+// ways, and must give the same result, errors (each one's line and columns), warnings and
+// `nft -a list ruleset`, also after a probe that shows the handle generators. (A script made
+// from another's parse points into it, and is applied again from copies when it fails.)
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -62,6 +64,13 @@ std::string derived(test::NftGen& gen, const std::string& prior, const NftState&
       if (!s.empty()) s.pop_back();
       return s;
     }
+    case 11: {  // the prior's lines again, then a chain created twice: the kernel refuses the
+                // batch after its rules consumed handles (which the table's generator keeps)
+      const Table* t = state.tables.empty() ? nullptr : &state.tables.front();
+      if (!t || t->chains.empty()) return prior;
+      l.push_back(std::string("create chain ") + family_name(t->family) + " " + t->name + " " + t->chains.front().name);
+      return test::join_lines(l);
+    }
     default: {  // a brace too many, then the prior's lines
       l.insert(l.begin() + static_cast<long>(at()), "}");
       return test::join_lines(l);
@@ -69,15 +78,25 @@ std::string derived(test::NftGen& gen, const std::string& prior, const NftState&
   }
 }
 
-std::string outcome(const ApplyResult& r, const NftState& s) {
+// The result, and the state after it and after a probe that shows the handle generators (a
+// failed batch leaves them advanced): a rule added to the first chain, a table added.
+std::string outcome(const ApplyResult& r, NftState s) {
   std::string out = test::apply_outcome(r);
   for (const auto& w : r.warnings) out += "\nwarning: " + w;
+  out += "\n" + print_ruleset(s, {true});
+  std::string probe = "add table ip kpc-probe\n";
+  for (const auto& t : s.tables)
+    if (!t.chains.empty()) {
+      probe += std::string("add rule ") + family_name(t.family) + " " + t.name + " " + t.chains.front().name + " counter\n";
+      break;
+    }
+  out += "\nprobe: " + test::apply_outcome(apply_script(s, probe, "probe.nft"));
   return out + "\n" + print_ruleset(s, {true});
 }
 
 TEST(NftPrepareLikeProps, AParseFromAnotherScriptsIsTheScriptsOwn) {
   const uint64_t seed = 20261205;
-  const int kinds = 11;
+  const int kinds = 12;
   std::vector<size_t> per_kind(kinds, 0), failed(kinds, 0);
   size_t mismatches = 0;
   const NftState empty;

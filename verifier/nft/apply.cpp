@@ -341,7 +341,7 @@ struct Cache {
   }
 };
 
-unsigned cache_flags(const std::vector<Command>& cmds) {
+unsigned cache_flags(const CommandList& cmds) {
   unsigned flags = 0;
   for (const auto& c : cmds) {
     switch (c.verb) {
@@ -591,7 +591,7 @@ std::optional<std::string> make_element(const Set& s, const ElemSpec& spec, Elem
 
 // The end of the group of element commands nft 1.0.6 collapses into cmds[i] (nft_cmd_collapse:
 // consecutive `add element` or `create element` commands on one set); i + 1 for any other.
-size_t collapsed_end(const std::vector<Command>& cmds, size_t i) {
+size_t collapsed_end(const CommandList& cmds, size_t i) {
   auto collapsible = [](const Command& c) {
     return c.obj == Obj::Element && (c.verb == Verb::Add || c.verb == Verb::Create);
   };
@@ -604,7 +604,7 @@ size_t collapsed_end(const std::vector<Command>& cmds, size_t i) {
 }
 
 // Does an element key (as written) appear in two commands of the group [b, e)?
-bool group_repeats_a_key(const std::vector<Command>& cmds, size_t b, size_t e) {
+bool group_repeats_a_key(const CommandList& cmds, size_t b, size_t e) {
   std::unordered_map<std::string, size_t> first;  // key -> command
   for (size_t k = b; k < e; ++k)
     for (const auto& el : cmds[k].elements) {
@@ -621,7 +621,8 @@ class Applier {
   Applier(NftState& work, std::string_view file) : tx_(work), file_(file) {}
 
   // Evaluation (nft userspace). Returns false on errors (collected).
-  bool evaluate(const std::vector<Command>& cmds) {
+  bool evaluate(const CommandList& cmds) {
+    list_ = &cmds;
     tx_.flags = cache_flags(cmds);
     tx_.cache = load_cache(tx_.work, tx_.flags);
     pos_.assign(cmds.size(), RulePos{});
@@ -642,7 +643,7 @@ class Applier {
 
   // The kernel's batch: every message applied in order; failures recorded (the batch goes on,
   // as nfnetlink does, so that every error is reported).
-  void kernel(const std::vector<Command>& cmds) {
+  void kernel(const CommandList& cmds) {
     keep_allowed_ = defer_flushes && !listing && keeping_allowed(cmds, &deleted_names_);
     for (size_t i = 0; i < cmds.size();) {
       const size_t j = collapsed_end(cmds, i);
@@ -668,7 +669,7 @@ class Applier {
   // transaction's (knftables' Dump), and their errors are reported in the kernel's order.
   // That is exact when no command's outcome depends on another's, which holds unless two of
   // them name the same element: such a group is refused.
-  void kernel_collapsed(const std::vector<Command>& cmds, size_t b, size_t e) {
+  void kernel_collapsed(const CommandList& cmds, size_t b, size_t e) {
     if (group_repeats_a_key(cmds, b, e)) {
       refuse(cmds[b].loc, "element commands on one set that name an element twice (nft sends them to the kernel "
                           "in another order)");
@@ -694,6 +695,7 @@ class Applier {
   size_t rules_kept = 0;      ///< rules added again that a deferred flush kept
   std::vector<RulePos> pos_;
   std::vector<uint64_t> txid_;
+  const CommandList* list_ = nullptr;  ///< the commands evaluated (a warning's line: moved_by)
 
  private:
   void err(const Loc& l, std::string msg, bool not_modelled = false) {
@@ -816,7 +818,7 @@ class Applier {
           for (const auto& as : r.anon_sets)
             if (as.interval) return refuse(moved(c, as.loc), "replace of a rule with an anonymous interval set (nft 1.0.6 aborts: BUG unhandled op)");
         if (!r.body->canonicalized)
-          tx_.warnings.push_back(file_ + ":" + std::to_string(c.loc.line) + ": rule not canonicalized (" + r.why_not + "): " + r.body->text);
+          tx_.warnings.push_back(file_ + ":" + std::to_string(c.loc.line + list_->moved_by(idx)) + ": rule not canonicalized (" + r.why_not + "): " + r.body->text);
         // nft evaluates the statements in order and stops at the first error: a nat port
         // without a transport protocol is refused after the references before it.
         auto transport_error = [&] {
@@ -862,7 +864,7 @@ class Applier {
   }
 
   // Element commands [b, e): one evaluation (see evaluate()), with the first's table and set.
-  bool eval_elements(const std::vector<Command>& cmds, size_t b, size_t e) {
+  bool eval_elements(const CommandList& cmds, size_t b, size_t e) {
     const Command& c = cmds[b];
     CTable* t = tx_.cache.table(c.family, c.table);
     if (!t) return table_not_found(c);
@@ -1490,7 +1492,7 @@ class Applier {
   // The jump-graph check sees no change in a kept chain (rules only leave it at the release,
   // and removals cannot make a loop or a refused statement reachable).
   // nft's evaluation runs before all this, over every command, unchanged.
-  static bool keeping_allowed(const std::vector<Command>& cmds, std::vector<std::string_view>* deleted) {
+  static bool keeping_allowed(const CommandList& cmds, std::vector<std::string_view>* deleted) {
     deleted->clear();
     for (const auto& c : cmds) {
       if (c.handle || c.index || !c.block.empty() || c.verb == Verb::Replace || c.obj == Obj::Ruleset) return false;
@@ -1952,10 +1954,10 @@ ApplyResult parse_failed(const ParseFailure& f, std::string_view file_name, std:
 struct Fork {
   const std::function<void(NftState&)>& with_copy;
 };
-ApplyResult apply_commands(NftState& state, const std::vector<Command>& cmds, std::string_view text,
+ApplyResult apply_commands(NftState& state, const CommandList& cmds, std::string_view text,
                            std::string_view file_name, bool listing, bool defer_flushes = true,
                            const Fork* fork = nullptr);
-ApplyResult finish_commands(Applier& a, NftState& state, const std::vector<Command>& cmds, bool eval_ok,
+ApplyResult finish_commands(Applier& a, NftState& state, const CommandList& cmds, bool eval_ok,
                             std::string_view text, std::string_view file_name);
 }  // namespace
 
@@ -1980,14 +1982,14 @@ ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view 
         }
     cmds = expand(parsed);
   }
-  ApplyResult r = apply_commands(state, cmds, text, file_name, listing, defer_flushes);
+  ApplyResult r = apply_commands(state, CommandList(cmds), text, file_name, listing, defer_flushes);
   if (r.ok && expanded) *expanded = std::move(cmds);
   return r;
 }
 
 namespace {
 // The application of parsed, expanded commands (nft's evaluation, then the kernel's batch).
-ApplyResult apply_commands(NftState& state, const std::vector<Command>& cmds, std::string_view text,
+ApplyResult apply_commands(NftState& state, const CommandList& cmds, std::string_view text,
                            std::string_view file_name, bool listing, bool defer_flushes, const Fork* fork) {
   // The batch is applied to the state itself; an undo log takes it back when it fails.
   Applier a(state, file_name);
@@ -2012,7 +2014,7 @@ ApplyResult apply_commands(NftState& state, const std::vector<Command>& cmds, st
 
 // apply_commands after the evaluation: the kernel's batch, the checks after it, and the commit
 // or the rollback.
-ApplyResult finish_commands(Applier& a, NftState& state, const std::vector<Command>& cmds, bool eval_ok,
+ApplyResult finish_commands(Applier& a, NftState& state, const CommandList& cmds, bool eval_ok,
                             std::string_view text, std::string_view file_name) {
   ApplyResult res;
   res.operations = cmds.size();
@@ -2107,9 +2109,33 @@ ApplyResult apply_script_eager(NftState& state, std::string_view text, std::stri
 }
 
 struct PreparedScript::Impl {
-  std::shared_ptr<const std::vector<Command>> cmds;  ///< shared by share() (applying only reads them)
+  std::shared_ptr<const CommandList> cmds;  ///< shared by share() (applying only reads them)
   std::optional<ParseFailure> failure;
 };
+
+CommandList::CommandList(const std::vector<Command>& own) {
+  at_.reserve(own.size());
+  for (const auto& c : own) at_.push_back(&c);
+}
+
+void CommandList::push(const Command* c, int moved_by) {
+  if (moved_by != 0 && !moving_) {
+    moved_.assign(at_.size(), 0);
+    moving_ = true;
+  }
+  at_.push_back(c);
+  if (moving_) moved_.push_back(moved_by);
+}
+
+namespace {
+// A list owning its commands.
+std::shared_ptr<const CommandList> owning(std::vector<Command>&& cmds) {
+  auto own = std::make_shared<const std::vector<Command>>(std::move(cmds));
+  auto list = std::make_shared<CommandList>(*own);
+  list->keep(std::move(own));
+  return list;
+}
+}  // namespace
 
 PreparedScript::PreparedScript() = default;
 PreparedScript::~PreparedScript() = default;
@@ -2126,7 +2152,7 @@ PreparedScript prepare_script(std::string_view text, ParseThreads threads, size_
     p.impl_->failure = f;
     return p;
   }
-  p.impl_->cmds = std::make_shared<const std::vector<Command>>(expand(parsed));
+  p.impl_->cmds = owning(expand(parsed));
   return p;
 }
 
@@ -2202,9 +2228,20 @@ void relocate(Command& c, int from, int to) {
 
 }  // namespace
 
+std::vector<Command> CommandList::relocated() const {
+  std::vector<Command> out;
+  out.reserve(at_.size());
+  for (size_t i = 0; i < at_.size(); ++i) {
+    out.push_back(*at_[i]);
+    if (const int d = moved_by(i)) relocate(out.back(), at_[i]->loc.line, at_[i]->loc.line + d);
+  }
+  return out;
+}
+
 PreparedScript prepare_script_like(std::string_view text, const PreparedScript& like, std::string_view like_text) {
-  if (!like.impl_ || like.impl_->failure || !like.impl_->cmds) return prepare_script(text);
-  const std::vector<Command>& donor = *like.impl_->cmds;
+  if (!like.impl_ || like.impl_->failure || !like.impl_->cmds || !like.impl_->cmds->located())
+    return prepare_script(text);
+  const CommandList& donor = *like.impl_->cmds;
   // The donor's simple lines -> their commands (a range of donor: a line's commands are
   // consecutive, expanded ones included).
   const Lines dl(like_text);
@@ -2230,16 +2267,18 @@ PreparedScript prepare_script_like(std::string_view text, const PreparedScript& 
   const Lines tl(text);
   PreparedScript p;
   p.impl_ = std::make_unique<PreparedScript::Impl>();
-  std::vector<Command> out;
-  out.reserve(donor.size());
+  auto out = std::make_shared<CommandList>();
+  out->reserve(donor.size());
+  out->keep(like.impl_->cmds);
   size_t part_begin = 0, part_line = 1;  // the pending part: bytes from part_begin, its first line
   size_t off = 0;                          // byte offset of line k
   try {
     auto flush_part = [&](size_t end) {
       if (end <= part_begin) return;
       std::vector<Command> part = parse_script_part(text.substr(part_begin, end - part_begin), static_cast<int>(part_line));
-      std::vector<Command> cmds = expand(part);
-      std::move(cmds.begin(), cmds.end(), std::back_inserter(out));
+      auto cmds = std::make_shared<const std::vector<Command>>(expand(part));
+      for (const auto& c : *cmds) out->push(&c, 0);
+      out->keep(std::move(cmds));
     };
     for (size_t k = 0; k < tl.text.size(); ++k) {
       const size_t next = off + tl.text[k].size() + 1;
@@ -2250,10 +2289,7 @@ PreparedScript prepare_script_like(std::string_view text, const PreparedScript& 
       }
       flush_part(off);
       const int from = donor[donated[d].begin].loc.line, to = static_cast<int>(k + 1);
-      for (uint32_t i = donated[d].begin; i < donated[d].end; ++i) {
-        out.push_back(donor[i]);
-        relocate(out.back(), from, to);
-      }
+      for (uint32_t i = donated[d].begin; i < donated[d].end; ++i) out->push(&donor[i], to - from);
       part_begin = off = next;
       part_line = k + 2;
     }
@@ -2261,11 +2297,37 @@ PreparedScript prepare_script_like(std::string_view text, const PreparedScript& 
   } catch (const ParseFailure&) {
     return prepare_script(text);  // (the failure exactly as a whole parse finds it)
   }
-  p.impl_->cmds = std::make_shared<const std::vector<Command>>(std::move(out));
+  p.impl_->cmds = std::move(out);
   return p;
 }
 
 namespace {
+// What a failed batch leaves changed in a state (finish_commands): the handle generators and the
+// sizes the kernel gave sets.
+struct Counters {
+  uint64_t next_table = 0;
+  std::vector<uint64_t> next;                       // per table
+  std::vector<std::vector<std::pair<uint32_t, bool>>> sizes;  // per table, per set: size, implied
+  void save(const NftState& s) {
+    next_table = s.next_table_handle;
+    for (const auto& t : s.tables) {
+      next.push_back(t.next_handle);
+      auto& v = sizes.emplace_back();
+      v.reserve(t.sets.size());
+      for (const auto& st : t.sets) v.emplace_back(st.size, st.size_implied);
+    }
+  }
+  void restore(NftState& s) const {
+    s.next_table_handle = next_table;
+    // (a rolled-back state has the tables and sets it had, at the same positions)
+    for (size_t i = 0; i < s.tables.size() && i < next.size(); ++i) {
+      s.tables[i].next_handle = next[i];
+      for (size_t k = 0; k < s.tables[i].sets.size() && k < sizes[i].size(); ++k)
+        std::tie(s.tables[i].sets[k].size, s.tables[i].sets[k].size_implied) = sizes[i][k];
+    }
+  }
+};
+
 ApplyResult apply_prepared_impl(NftState& state, PreparedScript&& script, std::string_view text,
                                 std::string_view file_name, PreparedScript* spent, const Fork* fork) {
   if (!script.impl_ || script.impl_->failure) {
@@ -2278,7 +2340,17 @@ ApplyResult apply_prepared_impl(NftState& state, PreparedScript&& script, std::s
     return parse_failed(*script.impl_->failure, file_name, text);
   }
   std::unique_ptr<PreparedScript::Impl> im = std::move(script.impl_);
+  Counters counters;
+  if (!im->cmds->located()) counters.save(state);
   ApplyResult r = apply_commands(state, *im->cmds, text, file_name, false, true, fork);
+  if (!im->cmds->located() && (!r.ok || !r.errors.empty())) {
+    // The errors' locations are where the commands were parsed: the commands again, copied
+    // where they are, to the state as it was (the failed batch was rolled back but for the
+    // handle generators and set sizes it consumed; a fork's copy has been handed over).
+    counters.restore(state);
+    const std::vector<Command> here = im->cmds->relocated();
+    r = apply_commands(state, CommandList(here), text, file_name, false, true, nullptr);
+  }
   if (spent) spent->impl_ = std::move(im);
   return r;
 }
