@@ -2242,28 +2242,41 @@ PreparedScript prepare_script_like(std::string_view text, const PreparedScript& 
   if (!like.impl_ || like.impl_->failure || !like.impl_->cmds || !like.impl_->cmds->located())
     return prepare_script(text);
   const CommandList& donor = *like.impl_->cmds;
-  // The donor's simple lines -> their commands (a range of donor: a line's commands are
-  // consecutive, expanded ones included).
+  // The donor's lines and the commands of each (first[l], first[l + 1]): a line's commands are
+  // consecutive, expanded ones included. A simple donor line with commands can be donated.
   const Lines dl(like_text);
-  struct Donated {
-    std::string_view line;
-    uint32_t begin, end;  // donor[begin, end)
-  };
-  std::vector<Donated> donated;
-  donated.reserve(dl.text.size());
-  PosIndex by_line;  // (flat: one table, no node per line)
-  by_line.reserve(dl.text.size());
-  auto line_at = [&](uint32_t p) { return donated[p].line; };
-  for (size_t i = 0; i < donor.size();) {
-    const int line = donor[i].loc.line;
-    size_t j = i + 1;
-    while (j < donor.size() && donor[j].loc.line == line) ++j;
-    if (line >= 1 && static_cast<size_t>(line) <= dl.text.size() && dl.simple[line - 1]) {
-      donated.push_back({dl.text[line - 1], static_cast<uint32_t>(i), static_cast<uint32_t>(j)});
-      by_line.emplace(dl.text[line - 1], static_cast<uint32_t>(donated.size() - 1), line_at);
+  const size_t nd = dl.text.size();
+  std::vector<uint32_t> first(nd + 1, 0);
+  {
+    size_t i = 0;
+    for (size_t l = 0; l < nd; ++l) {
+      first[l] = static_cast<uint32_t>(i);
+      while (i < donor.size() && donor[i].loc.line == static_cast<int>(l + 1)) ++i;
     }
-    i = j;
+    first[nd] = static_cast<uint32_t>(i);
+    if (i != donor.size()) return prepare_script(text);  // (a located parse's lines never fall outside its text)
   }
+  auto donatable = [&](size_t l) { return dl.simple[l] && first[l] < first[l + 1]; };
+  // A line is looked for where the donor's lines went on from the last line found (the two
+  // texts are mostly in the same order: kube-proxy's full transactions at two syncs differ by
+  // lines here and there), then a few lines further; only when that keeps failing are the
+  // donor's lines indexed (a flat table of 600,000 lines costs more than the rest together).
+  constexpr size_t kAhead = 64, kMissesBeforeIndex = 1024;
+  PosIndex by_line;
+  bool indexed = false;
+  size_t misses = 0;
+  auto line_at = [&](uint32_t l) { return dl.text[l]; };
+  auto find = [&](std::string_view line, size_t from) -> uint32_t {
+    for (size_t l = from; l < nd && l < from + kAhead; ++l)
+      if (dl.text[l].size() == line.size() && dl.text[l] == line && donatable(l)) return static_cast<uint32_t>(l);
+    if (!indexed && ++misses > kMissesBeforeIndex) {
+      by_line.reserve(nd);
+      for (size_t l = 0; l < nd; ++l)
+        if (donatable(l)) by_line.emplace(dl.text[l], static_cast<uint32_t>(l), line_at);
+      indexed = true;
+    }
+    return indexed ? by_line.find(line, line_at) : PosIndex::kNone;
+  };
   const Lines tl(text);
   PreparedScript p;
   p.impl_ = std::make_unique<PreparedScript::Impl>();
@@ -2272,6 +2285,7 @@ PreparedScript prepare_script_like(std::string_view text, const PreparedScript& 
   out->keep(like.impl_->cmds);
   size_t part_begin = 0, part_line = 1;  // the pending part: bytes from part_begin, its first line
   size_t off = 0;                          // byte offset of line k
+  size_t next_donor = 0;                   // the donor line after the last one found
   try {
     auto flush_part = [&](size_t end) {
       if (end <= part_begin) return;
@@ -2282,14 +2296,15 @@ PreparedScript prepare_script_like(std::string_view text, const PreparedScript& 
     };
     for (size_t k = 0; k < tl.text.size(); ++k) {
       const size_t next = off + tl.text[k].size() + 1;
-      const uint32_t d = tl.simple[k] ? by_line.find(tl.text[k], line_at) : PosIndex::kNone;
+      const uint32_t d = tl.simple[k] ? find(tl.text[k], next_donor) : PosIndex::kNone;
       if (d == PosIndex::kNone) {
         off = next;
         continue;
       }
       flush_part(off);
-      const int from = donor[donated[d].begin].loc.line, to = static_cast<int>(k + 1);
-      for (uint32_t i = donated[d].begin; i < donated[d].end; ++i) out->push(&donor[i], to - from);
+      const int moved = static_cast<int>(k) - static_cast<int>(d);
+      for (uint32_t i = first[d]; i < first[d + 1]; ++i) out->push(&donor[i], moved);
+      next_donor = d + 1;
       part_begin = off = next;
       part_line = k + 2;
     }

@@ -21,6 +21,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/support/side_by_side.h"
 #include "verifier/nft/internal.h"
 
 namespace kpc::verifier::nft::detail {
@@ -443,6 +444,8 @@ class QuickCheck {
 
 }  // namespace
 
+size_t graph_build_aside_min = 16384;
+
 std::optional<GraphProblem> check_graphs(const NftState& s, const std::vector<GraphChanges>* changes,
                                          bool update_cache) {
   // The quick check, when every changed table has a cache (all tables or none are updated).
@@ -472,13 +475,36 @@ std::optional<GraphProblem> check_graphs(const NftState& s, const std::vector<Gr
   // The whole check: misplaced statements (every table), then loops.
   std::vector<JumpGraph> graphs;
   graphs.reserve(s.tables.size());
-  for (const auto& t : s.tables) graphs.emplace_back(t);
-  for (size_t i = 0; i < s.tables.size(); ++i)
-    if (auto bad = find_misplaced(graphs[i])) return GraphProblem{true, *bad};
-  for (size_t i = 0; i < s.tables.size(); ++i)
-    if (auto loop = find_loop(s.tables[i], graphs[i])) return GraphProblem{false, *loop};
+  size_t chains = 0;
+  for (const auto& t : s.tables) {
+    graphs.emplace_back(t);
+    chains += t.chains.size();
+  }
+  std::optional<GraphProblem> problem;
+  auto check = [&] {
+    for (size_t i = 0; i < s.tables.size() && !problem; ++i)
+      if (auto bad = find_misplaced(graphs[i])) problem = GraphProblem{true, *bad};
+    for (size_t i = 0; i < s.tables.size() && !problem; ++i)
+      if (auto loop = find_loop(s.tables[i], graphs[i])) problem = GraphProblem{false, *loop};
+  };
+  // The caches are built while the graphs are checked when the tables are large (a prior of
+  // 10,000 Services: 0.07 s each), and dropped if the check fails: building one only reads
+  // the graph and its chains, and ends on a graph with loops too.
+  std::vector<std::shared_ptr<GraphCache>> caches(s.tables.size());
+  auto build = [&] {
+    for (size_t i = 0; i < s.tables.size(); ++i) caches[i] = build_cache(graphs[i]);
+  };
+  if (!update_cache) {
+    check();
+  } else if (chains >= graph_build_aside_min) {
+    kpc::side_by_side(build, check);
+  } else {
+    check();
+    if (!problem) build();
+  }
+  if (problem) return problem;
   if (update_cache)
-    for (size_t i = 0; i < s.tables.size(); ++i) table_index(s.tables[i]).graph = build_cache(graphs[i]);
+    for (size_t i = 0; i < s.tables.size(); ++i) table_index(s.tables[i]).graph = std::move(caches[i]);
   return std::nullopt;
 }
 

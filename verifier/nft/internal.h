@@ -461,6 +461,9 @@ struct GraphProblem {
 /// from its changes only; anything the quick check cannot clear is checked in full.
 std::optional<GraphProblem> check_graphs(const NftState& s, const std::vector<GraphChanges>* changes,
                                          bool update_cache);
+/// Tables with this many chains in all or more have their graph caches built on a second
+/// thread while the whole check runs (graph.cpp); the tests set it to 0 to take that path.
+extern size_t graph_build_aside_min;
 
 /// The table's / set's index, built (or rebuilt when the vectors changed size) on demand.
 TableIndex& table_index(const Table& t);
