@@ -247,7 +247,6 @@ enum : unsigned {
 // The cache's names are views of the state's names and of the commands' (neither changes
 // while the commands are evaluated). Deleted objects stay in place (gone), so that the
 // fuzzy look-ups see the cache in nft's order.
-using SvIndex = std::unordered_map<std::string_view, uint32_t>;
 struct CSet {
   std::string_view name;
   bool is_map = false;
@@ -272,9 +271,13 @@ struct CTable {
   // What evaluation added (by name); what the cache loaded mirrors the state's table (same
   // positions) and is found through its index. st is only set while commands are evaluated
   // (the state does not change then).
-  SvIndex chain_ix, set_ix;
+  // (flat: a prior of 10,000 Services adds 133,000 chains, a node each in a std::unordered_map)
+  PosIndex chain_ix, set_ix;
   const Table* st = nullptr;
   size_t loaded_chains = 0, loaded_sets = 0;
+  // (the indexes read the names from the vectors)
+  std::string_view chain_name(uint32_t p) const { return chains[p].name; }
+  std::string_view set_name(uint32_t p) const { return sets[p].name; }
   // The chain last found (a position in chains): commands on one chain come in runs (add,
   // flush, its rules), and a live chain is the only one of its name, so the hint is checked by
   // name and saves the look-ups of the run's later commands.
@@ -283,7 +286,7 @@ struct CTable {
     if (chain_hint < chains.size() && !chains[chain_hint].gone && chains[chain_hint].name == n)
       return &chains[chain_hint];
     CChain* found = nullptr;
-    if (auto it = chain_ix.find(n); it != chain_ix.end()) found = &chains[it->second];
+    if (const uint32_t p = chain_ix.find(n, [this](uint32_t p) { return chain_name(p); }); p != PosIndex::kNone) found = &chains[p];
     else if (st && loaded_chains) {
       const uint32_t p = table_index(*st).chains.find(n, NamesOf{st->chains});
       if (p < loaded_chains && !chains[p].gone) found = &chains[p];
@@ -292,7 +295,7 @@ struct CTable {
     return found;
   }
   CSet* set(std::string_view n) {
-    if (auto it = set_ix.find(n); it != set_ix.end()) return &sets[it->second];
+    if (const uint32_t p = set_ix.find(n, [this](uint32_t p) { return set_name(p); }); p != PosIndex::kNone) return &sets[p];
     if (st && loaded_sets) {
       const uint32_t p = table_index(*st).sets.find(n, NamesOf{st->sets});
       if (p < loaded_sets && !sets[p].gone) return &sets[p];
@@ -301,24 +304,26 @@ struct CTable {
   }
   void add_chain(CChain c) {
     if (chain(c.name)) return;
-    chain_ix.emplace(c.name, static_cast<uint32_t>(chains.size()));
     chains.push_back(std::move(c));
+    chain_ix.emplace(chains.back().name, static_cast<uint32_t>(chains.size() - 1),
+                     [this](uint32_t p) { return chain_name(p); });
   }
   void add_set(CSet c) {
     if (set(c.name)) return;
-    set_ix.emplace(c.name, static_cast<uint32_t>(sets.size()));
     sets.push_back(std::move(c));
+    set_ix.emplace(sets.back().name, static_cast<uint32_t>(sets.size() - 1),
+                   [this](uint32_t p) { return set_name(p); });
   }
   void delete_chain(std::string_view n) {
     if (CChain* c = chain(n)) {
       c->gone = true;
-      chain_ix.erase(n);
+      chain_ix.erase(n, static_cast<uint32_t>(c - chains.data()));
     }
   }
   void delete_set(std::string_view n) {
     if (CSet* c = set(n)) {
       c->gone = true;
-      set_ix.erase(n);
+      set_ix.erase(n, static_cast<uint32_t>(c - sets.data()));
     }
   }
 };
