@@ -182,19 +182,16 @@ class RuleParser {
     end_ = stmt_end;
     size_t start = p_;
     try {
-      std::vector<std::string> parts;
       bool terminal = false;
+      std::string out;  // the statements' texts, one space apart
+      out.reserve(said.text.size() + 16);
+      size_t statements = 0;
       while (p_ < end_) {
         if (terminal) bad("a statement after a terminal statement");
-        std::string s = statement(&terminal);
-        parts.push_back(std::move(s));
+        if (statements++) out += ' ';
+        out += statement(&terminal);
       }
-      if (parts.empty()) bad("an empty rule");
-      std::string out;
-      for (size_t i = 0; i < parts.size(); ++i) {
-        if (i) out += ' ';
-        out += parts[i];
-      }
+      if (!statements) bad("an empty rule");
       // (moved: the parser is not read again)
       said.canonical = std::move(out);
       said.refs = std::move(refs_);
@@ -515,9 +512,10 @@ class RuleParser {
     if (l.types.size() != 1) bad("an anonymous concatenated map");
     Loc close = open;
     Dtype d = l.types[0];
+    // (the verdict and the chain are views of the tokens: the source outlives the parse)
     struct E {
-      std::string sk, key, val;
-      std::string chain;
+      std::string sk, key;
+      std::string_view verdict, chain;
       Loc loc;
     };
     std::vector<E> elems;
@@ -527,7 +525,7 @@ class RuleParser {
         ++p_;
         break;
       }
-      E e;
+      E& e = elems.emplace_back();
       e.loc = peek().loc;
       e.key = value(d, &e.sk);
       if (peek().kind != Tok::Colon) bad("a map element without ':'");
@@ -538,15 +536,14 @@ class RuleParser {
         const Token& c = next();
         if (c.kind != Tok::Word) bad("a chain name");
         refuse_unplain_name(c);
-        e.val = std::string(v.text) + " " + std::string(c.text);
-        e.chain = std::string(c.text);
+        e.verdict = v.text;
+        e.chain = c.text;
         refs_.chains.push_back(std::string(c.text));
       } else if (v.text == "accept" || v.text == "drop" || v.text == "return" || v.text == "continue") {
-        e.val = std::string(v.text);
+        e.verdict = v.text;
       } else {
         bad("a verdict");
       }
-      elems.push_back(std::move(e));
       if (peek().kind == Tok::Comma) {
         ++p_;
         continue;
@@ -559,20 +556,33 @@ class RuleParser {
       bad("an anonymous map kpc does not model");
     }
     if (elems.empty()) bad("an empty map");
-    ParsedRule::AnonSet as;
+    ParsedRule::AnonSet& as = anon_.emplace_back();
     as.loc = Loc{open.line, open.col_begin, close.col_end};
+    as.chain_values.reserve(elems.size());
     for (const auto& e : elems)
-      if (!e.chain.empty()) as.chain_values.push_back({e.chain, e.loc});
-    anon_.push_back(as);
-    std::sort(elems.begin(), elems.end(), [](const E& a, const E& b) { return a.sk < b.sk; });
+      if (!e.chain.empty()) as.chain_values.push_back({std::string(e.chain), e.loc});
+    // nft lists the elements by their keys' bytes (numgen's 0..N-1 come in order already)
+    auto by_key = [](const E& a, const E& b) { return a.sk < b.sk; };
+    if (!std::is_sorted(elems.begin(), elems.end(), by_key)) std::sort(elems.begin(), elems.end(), by_key);
     for (size_t i = 0; i + 1 < elems.size(); ++i)
       if (elems[i].sk == elems[i + 1].sk) bad("duplicate map keys");
-    std::string out = "vmap { ";
+    std::string out;
+    size_t n = 9;
+    for (const auto& e : elems) n += e.key.size() + e.verdict.size() + e.chain.size() + 6;
+    out.reserve(n);
+    out += "vmap { ";
     for (size_t i = 0; i < elems.size(); ++i) {
       if (i) out += ", ";
-      out += elems[i].key + " : " + elems[i].val;
+      out += elems[i].key;
+      out += " : ";
+      out += elems[i].verdict;
+      if (!elems[i].chain.empty()) {
+        out += ' ';
+        out += elems[i].chain;
+      }
     }
-    return out + " }";
+    out += " }";
+    return out;
   }
 
   // What nft's protocol context knows of the transport protocol when a nat statement comes
