@@ -503,11 +503,17 @@ class RuleParser {
       if (c.kind != Tok::Word) bad("a chain name");
       add_chain_ref(c);
       *terminal = true;
-      return std::string(t.text) + " " + std::string(c.text);
+      std::string out;
+      out.reserve(t.text.size() + 1 + c.text.size());
+      out += t.text;
+      out += ' ';
+      out += c.text;
+      return out;
     }
     bad("a verdict");
   }
 
+  // The statement's text: the lhs's, then the map.
   std::string inline_vmap(const Lhs& l, const Loc& open) {
     if (l.types.size() != 1) bad("an anonymous concatenated map");
     Loc close = open;
@@ -567,10 +573,11 @@ class RuleParser {
     for (size_t i = 0; i + 1 < elems.size(); ++i)
       if (elems[i].sk == elems[i + 1].sk) bad("duplicate map keys");
     std::string out;
-    size_t n = 9;
+    size_t n = l.text.size() + 10;
     for (const auto& e : elems) n += e.key.size() + e.verdict.size() + e.chain.size() + 6;
     out.reserve(n);
-    out += "vmap { ";
+    out += l.text;
+    out += " vmap { ";
     for (size_t i = 0; i < elems.size(); ++i) {
       if (i) out += ", ";
       out += elems[i].key;
@@ -765,7 +772,7 @@ class RuleParser {
         Loc open = peek().loc;
         ++p_;
         *terminal = true;
-        return l.text + " " + inline_vmap(l, open);
+        return inline_vmap(l, open);
       }
       bad("a vmap");
     }
@@ -826,10 +833,14 @@ class RuleParser {
       if (l.binop && peek().kind == Tok::Comma) bad("a list");
     }
     note_transport(l, op, false, one_element);
-    std::string out = l.text;
+    std::string out;
+    out.reserve(l.text.size() + rhs.size() + 4);
+    out += l.text;
     if (op == "!=") out += " !=";
     else if (l.binop) out += " ==";
-    return out + " " + rhs;
+    out += ' ';
+    out += rhs;
+    return out;
   }
 
  public:
