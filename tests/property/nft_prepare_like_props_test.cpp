@@ -13,70 +13,13 @@
 
 #include <cstdio>
 
+#include "tests/support/nft_derived.h"
 #include "tests/support/nft_gen.h"
 #include "tests/support/text_lines.h"
 #include "verifier/nft/nft.h"
 
 namespace kpc::verifier::nft {
 namespace {
-
-using test::lines_of;
-
-// A script made from the prior's lines (and a transaction's), one way or another.
-std::string derived(test::NftGen& gen, const std::string& prior, const NftState& state, int how) {
-  std::vector<std::string> l = lines_of(prior);
-  auto at = [&] { return gen.next(l.size() + 1); };
-  switch (how) {
-    case 0: return prior;
-    case 1: return gen.rewrite(state);
-    case 2: return gen.transaction(state);
-    case 3:  // lines deleted: what they add is missing for the lines after them
-      for (int k = 0; k < 3 && !l.empty(); ++k) l.erase(l.begin() + static_cast<long>(gen.next(l.size())));
-      return test::join_lines(l);
-    case 4:  // lines repeated and swapped
-      if (!l.empty()) {
-        const size_t a = gen.next(l.size()), b = gen.next(l.size());
-        l.insert(l.begin() + static_cast<long>(at()), l[a]);
-        std::swap(l[a], l[b]);
-      }
-      return test::join_lines(l);
-    case 5: {  // a transaction's lines in the middle (errors on the copied lines after them)
-      const std::vector<std::string> t = lines_of(gen.transaction(state));
-      l.insert(l.begin() + static_cast<long>(at()), t.begin(), t.end());
-      return test::join_lines(l);
-    }
-    case 6: {  // some of the prior's lines inside a table block: not whole commands there
-      if (l.size() < 2) return prior;
-      const size_t b = gen.next(l.size() - 1), e = b + 1 + gen.next(std::min<size_t>(4, l.size() - b - 1));
-      l.insert(l.begin() + static_cast<long>(e), "}");
-      l.insert(l.begin() + static_cast<long>(b), "table ip kube-proxy {");
-      return test::join_lines(l);
-    }
-    case 7:  // a comment (with a brace in it), then the prior's lines again
-      l.insert(l.begin() + static_cast<long>(at()), "# a comment { with a brace");
-      return test::join_lines(l);
-    case 8:  // a syntax error, then an unterminated string further on
-      l.insert(l.begin() + static_cast<long>(at()), "add chain ip kube-proxy");
-      if (gen.chance(50)) l.insert(l.begin() + static_cast<long>(at()), "add chain ip kube-proxy \"open");
-      return test::join_lines(l);
-    case 9: {  // the last line without its newline
-      std::string s = test::join_lines(l);
-      if (!s.empty()) s.pop_back();
-      return s;
-    }
-    case 11: {  // the prior's lines again, then a chain created twice: the kernel refuses the
-                // batch after its rules consumed handles (which the table's generator keeps)
-      const Table* t = state.tables.empty() ? nullptr : &state.tables.front();
-      if (!t || t->chains.empty()) return prior;
-      l.push_back(std::string("create chain ") + family_name(t->family) + " " + t->name + " " + t->chains.front().name);
-      return test::join_lines(l);
-    }
-    default: {  // a brace too many, then the prior's lines
-      l.insert(l.begin() + static_cast<long>(at()), "}");
-      return test::join_lines(l);
-    }
-  }
-}
 
 // The result, and the state after it and after a probe that shows the handle generators (a
 // failed batch leaves them advanced): a rule added to the first chain, a table added.
@@ -96,7 +39,7 @@ std::string outcome(const ApplyResult& r, NftState s) {
 
 TEST(NftPrepareLikeProps, AParseFromAnotherScriptsIsTheScriptsOwn) {
   const uint64_t seed = 20261205;
-  const int kinds = 12;
+  const int kinds = test::kNftDerivedKinds;
   std::vector<size_t> per_kind(kinds, 0), failed(kinds, 0);
   size_t mismatches = 0;
   const NftState empty;
@@ -107,7 +50,7 @@ TEST(NftPrepareLikeProps, AParseFromAnotherScriptsIsTheScriptsOwn) {
     ASSERT_TRUE(apply_script(state, prior, "prior.nft").ok);
     const PreparedScript prior_parse = prepare_script(prior);
     const int how = static_cast<int>(i % kinds);
-    const std::string text = derived(gen, prior, state, how);
+    const std::string text = test::nft_derived_script(gen, prior, state, how);
     // on the prior's state, and on an empty node (where a copied line whose chain a deleted
     // line added fails: its error must be on its own line)
     for (const NftState* base : {static_cast<const NftState*>(&state), &empty}) {

@@ -1,7 +1,10 @@
 // apply_script: nft 1.0.6's evaluation against its cache, then the kernel's batch.
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -346,38 +349,44 @@ struct Cache {
   }
 };
 
+// The cache flags one command asks for (cache_flags: `replace` asks for everything, kFull,
+// whatever the others ask for).
+unsigned cache_flags_of(const Command& c) {
+  unsigned flags = 0;
+  switch (c.verb) {
+    case Verb::Add:
+    case Verb::Insert:
+    case Verb::Create:
+      switch (c.obj) {
+        case Obj::Table:
+          if (c.table_block || c.table_comment || !c.table_flags.empty()) flags |= kTable | kChain | kSet | kObject | kFlowtable;
+          break;
+        case Obj::Chain:
+        case Obj::Set:
+        case Obj::Map:
+        case Obj::Flowtable: flags |= kTable; break;
+        case Obj::Element: flags |= kTable | kChain | kSet | kObject; break;
+        case Obj::Rule:
+          flags |= kTable | kChain | kSet | kObject | kFlowtable;
+          if (c.index || c.handle) flags |= kRule | kUpdate;
+          break;
+        default: break;
+      }
+      break;
+    case Verb::Replace: flags = kFull; break;
+    case Verb::Delete: flags |= kTable | kChain | kSet | kFlowtable | kObject; break;
+    case Verb::Flush:
+      if (c.obj == Obj::Set || c.obj == Obj::Map) flags |= kTable | kSet;
+      if (c.obj == Obj::Ruleset) flags |= kFlushed;
+      break;
+    default: break;
+  }
+  return flags;
+}
+
 unsigned cache_flags(const CommandList& cmds) {
   unsigned flags = 0;
-  for (const auto& c : cmds) {
-    switch (c.verb) {
-      case Verb::Add:
-      case Verb::Insert:
-      case Verb::Create:
-        switch (c.obj) {
-          case Obj::Table:
-            if (c.table_block || c.table_comment || !c.table_flags.empty()) flags |= kTable | kChain | kSet | kObject | kFlowtable;
-            break;
-          case Obj::Chain:
-          case Obj::Set:
-          case Obj::Map:
-          case Obj::Flowtable: flags |= kTable; break;
-          case Obj::Element: flags |= kTable | kChain | kSet | kObject; break;
-          case Obj::Rule:
-            flags |= kTable | kChain | kSet | kObject | kFlowtable;
-            if (c.index || c.handle) flags |= kRule | kUpdate;
-            break;
-          default: break;
-        }
-        break;
-      case Verb::Replace: flags = kFull; break;
-      case Verb::Delete: flags |= kTable | kChain | kSet | kFlowtable | kObject; break;
-      case Verb::Flush:
-        if (c.obj == Obj::Set || c.obj == Obj::Map) flags |= kTable | kSet;
-        if (c.obj == Obj::Ruleset) flags |= kFlushed;
-        break;
-      default: break;
-    }
-  }
+  for (const auto& c : cmds) flags = c.verb == Verb::Replace ? kFull : flags | cache_flags_of(c);
   return flags;
 }
 
@@ -644,6 +653,54 @@ class Applier {
     }
     for (auto& t : tx_.cache.tables) t.st = nullptr;  // the state changes from here
     return nerrs == 0;
+  }
+
+  // ---------------------------------------------------------------- streaming
+  // apply_while_parsing: a script applied to a state with no tables while it is still being
+  // parsed, its commands evaluated and sent to the kernel range by range (whole collapsed
+  // groups) instead of all evaluated first. The same as evaluate() then kernel() when nothing
+  // fails and the script has none of what ties a command's outcome to later commands:
+  //  * evaluation reads only nft's cache, which starts empty for a state with no tables (the
+  //    cache flags load nothing) and which the kernel's batch never changes; the kernel reads
+  //    the state and the positions evaluation gave the command (pos_, txid_), and the cache
+  //    only for the hints of its error messages;
+  //  * the flags do change evaluation for a rule with a handle or an index (kUpdate) and with
+  //    `replace`: such a script is not streamed;
+  //  * flushes are applied as written (no rules kept, keep_allowed_ false), and a flush of a
+  //    chain with rules stops the stream (keeping them would have counted as rules_kept).
+  // stream() false: stop, discard the state, and apply the whole script as usual (errors,
+  // messages and their order are that path's).
+  void stream_begin() {
+    streaming_ = true;
+    tx_.flags = 0;
+    tx_.cache = load_cache(tx_.work, 0);
+    begin();
+  }
+  bool stream(const CommandList& cmds, size_t b, size_t e) {
+    list_ = &cmds;
+    for (size_t i = b; i < e; ++i) {
+      const Command& c = cmds[i];
+      if (c.verb == Verb::Replace || (c.obj == Obj::Rule && (c.handle || c.index)) || !c.block.empty()) return false;
+      tx_.flags |= cache_flags_of(c);
+    }
+    pos_.resize(e, RulePos{});
+    txid_.resize(e, 0);
+    for (size_t i = b; i < e;) {
+      const size_t j = collapsed_end(cmds, i);
+      if (!(cmds[i].obj == Obj::Element ? eval_elements(cmds, i, j) : eval_one(cmds[i], i))) return false;
+      i = j;
+    }
+    if (!tx_.errors.empty() || (tx_.flags & kUpdate)) return false;
+    for (size_t i = b; i < e;) {
+      const size_t j = collapsed_end(cmds, i);
+      if (j - i < 3) {
+        for (; i < j; ++i) kernel_one(cmds[i], i);
+        continue;
+      }
+      kernel_collapsed(cmds, i, j);
+      i = j;
+    }
+    return tx_.errors.empty() && !stream_stop_;
   }
 
   // The kernel's batch: every message applied in order; failures recorded (the batch goes on,
@@ -1464,6 +1521,7 @@ class Applier {
         return delete_chain(c, *t, *ch, c.name_loc);
       case Verb::Flush:
         if (!ch) return kerr(c, Errno::Noent, &c.name_loc);
+        if (streaming_ && !ch->rules.empty()) stream_stop_ = true;
         if (ch->keeping) end_keeping(*t, *ch);  // a second flush: the first one's rest first
         else if (may_keep(*ch)) return start_keeping(*t, *ch);
         for (const auto& r : ch->rules) release_rule(*t, *ch, r);
@@ -1510,6 +1568,7 @@ class Applier {
     return deleted->size() <= 16;
   }
   bool keep_allowed_ = false;
+  bool streaming_ = false, stream_stop_ = false;  // (stream())
   std::vector<std::string_view> deleted_names_;        // chains, sets, flowtables the transaction deletes
   std::vector<std::pair<uint32_t, uint32_t>> keeping_;  // (table, chain) positions with a deferred flush
   bool deleted_name(std::string_view n) const {
@@ -1963,7 +2022,7 @@ ApplyResult apply_commands(NftState& state, const CommandList& cmds, std::string
                            std::string_view file_name, bool listing, bool defer_flushes = true,
                            const Fork* fork = nullptr);
 ApplyResult finish_commands(Applier& a, NftState& state, const CommandList& cmds, bool eval_ok,
-                            std::string_view text, std::string_view file_name);
+                            std::string_view text, std::string_view file_name, bool kernel_done = false);
 }  // namespace
 
 ApplyResult apply_impl(NftState& state, std::string_view text, std::string_view file_name, bool listing,
@@ -2020,10 +2079,10 @@ ApplyResult apply_commands(NftState& state, const CommandList& cmds, std::string
 // apply_commands after the evaluation: the kernel's batch, the checks after it, and the commit
 // or the rollback.
 ApplyResult finish_commands(Applier& a, NftState& state, const CommandList& cmds, bool eval_ok,
-                            std::string_view text, std::string_view file_name) {
+                            std::string_view text, std::string_view file_name, bool kernel_done) {
   ApplyResult res;
   res.operations = cmds.size();
-  if (eval_ok) {
+  if (eval_ok && !kernel_done) {
     a.begin();
     a.kernel(cmds);
   }
@@ -2386,6 +2445,164 @@ ApplyResult apply_prepared_forking(NftState& state, PreparedScript&& script, std
                                    PreparedScript* spent) {
   const Fork fork{with_copy};
   return apply_prepared_impl(state, std::move(script), text, file_name, spent, &fork);
+}
+
+// ------------------------------------------------------------------ applied while parsed
+
+namespace {
+
+// A text cut into parts at line breaks (about `parts` of them, none empty), each part's first line.
+struct TextParts {
+  std::vector<std::string_view> text;
+  std::vector<int> first_line;
+  TextParts(std::string_view t, size_t parts) {
+    size_t b = 0;
+    int line = 1;
+    for (size_t k = 1; k <= parts && b < t.size(); ++k) {
+      size_t e = k == parts ? t.size() : std::max(b, t.size() / parts * k);
+      if (e < t.size()) {
+        e = t.find('\n', e);
+        e = e == std::string_view::npos ? t.size() : e + 1;
+      }
+      if (e <= b) continue;
+      text.push_back(t.substr(b, e - b));
+      first_line.push_back(line);
+      line += static_cast<int>(std::count(t.begin() + static_cast<long>(b), t.begin() + static_cast<long>(e), '\n'));
+      b = e;
+    }
+  }
+};
+
+// The parts' parses, made on two threads; the parts in order as they come.
+class PartParses {
+ public:
+  explicit PartParses(const TextParts& p) : parts_(p), cmds_(p.text.size()), state_(p.text.size(), kTodo) {}
+  size_t size() const { return cmds_.size(); }
+  // Parses the next part nobody took; false when none is left.
+  bool parse_next() {
+    const size_t k = next_.fetch_add(1);
+    if (k >= size()) return false;
+    std::shared_ptr<const std::vector<Command>> cmds;
+    try {
+      std::vector<Command> parsed = parse_script_part(parts_.text[k], parts_.first_line[k]);
+      cmds = std::make_shared<const std::vector<Command>>(expand(parsed));
+    } catch (const ParseFailure&) {
+      // (the whole text is parsed then, for nft's first error)
+    }
+    {
+      std::lock_guard<std::mutex> l(m_);
+      cmds_[k] = std::move(cmds);
+      state_[k] = cmds_[k] ? kParsed : kFailed;
+    }
+    cv_.notify_all();
+    return true;
+  }
+  // Part k's commands once parsed (null: it does not parse alone); waits when another thread parses it.
+  std::shared_ptr<const std::vector<Command>> wait(size_t k) {
+    std::unique_lock<std::mutex> l(m_);
+    cv_.wait(l, [&] { return state_[k] != kTodo; });
+    return cmds_[k];
+  }
+  bool ready(size_t k) {
+    std::lock_guard<std::mutex> l(m_);
+    return state_[k] != kTodo;
+  }
+  // Every part parsed: the whole text's parse (prepare_script's), or null when a part does not
+  // parse alone (then the text is parsed whole).
+  std::shared_ptr<const CommandList> whole() {
+    auto list = std::make_shared<CommandList>();
+    for (size_t k = 0; k < size(); ++k) {
+      auto cmds = wait(k);
+      if (!cmds) return nullptr;
+      for (const auto& c : *cmds) list->push(&c, 0);
+      list->keep(std::move(cmds));
+    }
+    return list;
+  }
+
+ private:
+  enum State : uint8_t { kTodo, kParsed, kFailed };
+  const TextParts& parts_;
+  std::vector<std::shared_ptr<const std::vector<Command>>> cmds_;
+  std::vector<State> state_;
+  std::atomic<size_t> next_{0};
+  std::mutex m_;
+  std::condition_variable cv_;
+};
+
+// Where a range of cmds[b, n) may end to hold whole collapsed groups when more commands may
+// follow: before the run of element commands on one set that ends cmds (it may go on).
+size_t whole_groups_end(const CommandList& cmds, size_t b) {
+  size_t e = cmds.size();
+  auto collapsible = [](const Command& c) { return c.obj == Obj::Element && (c.verb == Verb::Add || c.verb == Verb::Create); };
+  if (e == b || !collapsible(cmds[e - 1])) return e;
+  const Command& last = cmds[e - 1];
+  while (e > b && collapsible(cmds[e - 1]) && cmds[e - 1].verb == last.verb && cmds[e - 1].family == last.family &&
+         cmds[e - 1].table == last.table && cmds[e - 1].name == last.name)
+    --e;
+  return e;
+}
+
+}  // namespace
+
+ApplyResult apply_while_parsing(NftState& state, std::string_view text, std::string_view file_name,
+                                const std::function<void(const PreparedScript&)>& with_parse, size_t min_size,
+                                size_t parts, bool* streamed) {
+  if (streamed) *streamed = false;
+  if (text.size() < min_size || !state.tables.empty()) {
+    // As before: the parse (on two threads), then the application beside with_parse.
+    PreparedScript script = prepare_script(text, ParseThreads::Two);
+    const PreparedScript parse = script.share();
+    ApplyResult r;
+    side_by_side([&] { with_parse(parse); }, [&] { r = apply_prepared(state, std::move(script), text, file_name); });
+    return r;
+  }
+  const NftState empty = state;  // (no tables: a cheap copy to start again from)
+  const TextParts cut(text, std::max<size_t>(parts, 1));
+  PartParses parses(cut);
+  PreparedScript whole;  // the parse, once complete (the second thread's)
+  CommandList cmds;      // the parts applied so far, in order
+  auto applier = std::make_unique<Applier>(state, file_name);
+  applier->stream_begin();
+  bool streaming = true, parse_failed = false;
+  size_t sent = 0;  // cmds[0, sent) evaluated and applied
+  side_by_side(
+      [&] {
+        while (parses.parse_next()) {
+        }
+        whole.impl_ = std::make_unique<PreparedScript::Impl>();
+        if (auto list = parses.whole()) whole.impl_->cmds = std::move(list);
+        else whole = prepare_script(text);  // (the failure as a whole parse finds it)
+        with_parse(whole);
+      },
+      [&] {
+        for (size_t k = 0; k < parses.size();) {
+          if (!parses.ready(k) && parses.parse_next()) continue;  // (help while part k is parsed)
+          auto part = parses.wait(k++);
+          if (!part) {
+            parse_failed = true;
+            break;
+          }
+          for (const auto& c : *part) cmds.push(&c, 0);
+          cmds.keep(std::move(part));
+          if (!streaming) continue;
+          const size_t e = k == parses.size() ? cmds.size() : whole_groups_end(cmds, sent);
+          if (e > sent && !applier->stream(cmds, sent, e)) streaming = false;
+          sent = e;
+        }
+      });
+  if (parse_failed) {
+    state = empty;
+    return apply_prepared(state, whole.share(), text, file_name);
+  }
+  if (!streaming) {
+    // The stream stopped (something failed, or the script is not one it takes): the whole
+    // script as usual, on the state as it was.
+    state = empty;
+    return apply_prepared(state, whole.share(), text, file_name);
+  }
+  if (streamed) *streamed = true;
+  return finish_commands(*applier, state, cmds, true, text, file_name, true);
 }
 
 }  // namespace kpc::verifier::nft

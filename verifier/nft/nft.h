@@ -283,6 +283,20 @@ ApplyResult apply_prepared_forking(NftState& state, PreparedScript&& script, std
                                    std::string_view file_name, const std::function<void(NftState&)>& with_copy,
                                    PreparedScript* spent = nullptr);
 
+/// prepare_script(text, Two) then apply_prepared(state, ...), overlapping, for a state with no
+/// tables (a prior applied to an empty node: how `kpc verify` reads its prior): the text is cut
+/// into about `parts` parts at line breaks and parsed on two threads while this one applies the
+/// parts parsed so far (apply.cpp, "streaming"). Once the whole text is parsed, with_parse(parse)
+/// runs on the second thread, the parse being prepare_script(text)'s (it may share() it; text
+/// must outlive what it keeps). The result and the state are apply_prepared's: whatever the
+/// stream cannot take (a failure anywhere, a rule placed by handle or index, `replace`, a flush
+/// of a chain with rules, a part that does not parse alone) is applied again as usual on the
+/// state as it was. A state with tables, or a text under min_size bytes, is parsed first and
+/// applied beside with_parse. *streamed (tests): whether the application overlapped the parse.
+ApplyResult apply_while_parsing(NftState& state, std::string_view text, std::string_view file_name,
+                                const std::function<void(const PreparedScript&)>& with_parse,
+                                size_t min_size = kParseSplitMin, size_t parts = 24, bool* streamed = nullptr);
+
 /// Reads `nft list ruleset` / `nft list table ...` output (with or without `-a` handles) into
 /// *out (replacing it). False with *err set when the text is not such a listing or names
 /// something kpc does not model.
