@@ -58,7 +58,8 @@ struct JumpGraph {
   std::vector<uint32_t> targets;              // (rule order; a map's targets in element order)
   // Names are looked up in the table's own index (live chains and sets by position), not in a
   // map built for the graph: building one cost half of the check of a 10,000-Service table.
-  explicit JumpGraph(const Table& t) {
+  // two_threads: the chains' targets collected in two halves side by side (a large table).
+  explicit JumpGraph(const Table& t, bool two_threads = false) {
     const TableIndex& ix = table_index(t);
     std::vector<uint32_t> id_at(t.chains.size(), kUnknown);  // chain position -> vertex
     chains.reserve(t.chains.size());
@@ -79,17 +80,32 @@ struct JumpGraph {
         if (!e.removed)
           if (auto c = verdict_chain(e.value)) set_targets[p].push_back(id(*c));
     }
-    first.reserve(chains.size() + 1);
-    for (const Chain* ch : chains) {
-      first.push_back(static_cast<uint32_t>(targets.size()));
-      for (const auto& r : ch->rules) {
-        for (const auto& c : r.refs().chains) targets.push_back(id(c));
-        for (const auto& sname : r.refs().sets) {
-          const uint32_t sp = ix.sets.find(sname, NamesOf{t.sets});
-          if (sp < set_targets.size() && !t.sets[sp].removed)
-            targets.insert(targets.end(), set_targets[sp].begin(), set_targets[sp].end());
+    // The chains' targets, [b, e) of them into (first, targets) relative to targets' start.
+    auto collect = [&](size_t b, size_t e, std::vector<uint32_t>& fst, std::vector<uint32_t>& tgt) {
+      fst.reserve(e - b);
+      for (size_t v = b; v < e; ++v) {
+        fst.push_back(static_cast<uint32_t>(tgt.size()));
+        for (const auto& r : chains[v]->rules) {
+          for (const auto& c : r.refs().chains) tgt.push_back(id(c));
+          for (const auto& sname : r.refs().sets) {
+            const uint32_t sp = ix.sets.find(sname, NamesOf{t.sets});
+            if (sp < set_targets.size() && !t.sets[sp].removed)
+              tgt.insert(tgt.end(), set_targets[sp].begin(), set_targets[sp].end());
+          }
         }
       }
+    };
+    const size_t n = chains.size();
+    if (!two_threads) {
+      collect(0, n, first, targets);
+    } else {
+      // (each half only reads the table, its index and set_targets)
+      std::vector<uint32_t> first2, targets2;
+      side_by_side([&] { collect(n / 2, n, first2, targets2); }, [&] { collect(0, n / 2, first, targets); });
+      const auto base = static_cast<uint32_t>(targets.size());
+      for (uint32_t& f : first2) f += base;
+      first.insert(first.end(), first2.begin(), first2.end());
+      targets.insert(targets.end(), targets2.begin(), targets2.end());
     }
     first.push_back(static_cast<uint32_t>(targets.size()));
   }
@@ -186,7 +202,7 @@ std::shared_ptr<GraphCache> clone(const GraphCache& g) { return std::make_shared
 namespace {
 
 // The cache of a table that has just passed the whole check (g is its graph: no loops).
-std::shared_ptr<GraphCache> build_cache(const JumpGraph& g) {
+std::shared_ptr<GraphCache> build_cache(const JumpGraph& g, bool two_threads = false) {
   auto c = std::make_shared<GraphCache>();
   const size_t n = g.chains.size();
   std::vector<uint64_t> up(n, 0);
@@ -233,15 +249,26 @@ std::shared_ptr<GraphCache> build_cache(const JumpGraph& g) {
       height[w] = std::max(height[w], height[v] + 1);
     }
   }
-  c->nodes.reserve(n);
-  for (uint32_t v = 0; v < n; ++v) {
-    const Chain& ch = *g.chains[v];
-    if (height[v] >= 0) c->nodes.emplace(ch.name, GraphCache::Node{up[v], height[v]});
-    for (const auto& r : ch.rules)
-      for (const auto& s : r.refs().sets) {
-        auto& users = c->set_users[s];
-        if (users.empty() || users.back() != ch.name) users.push_back(ch.name);
-      }
+  auto nodes = [&] {
+    c->nodes.reserve(n);
+    for (uint32_t v = 0; v < n; ++v)
+      if (height[v] >= 0) c->nodes.emplace(g.chains[v]->name, GraphCache::Node{up[v], height[v]});
+  };
+  auto set_users = [&] {
+    for (uint32_t v = 0; v < n; ++v) {
+      const Chain& ch = *g.chains[v];
+      for (const auto& r : ch.rules)
+        for (const auto& s : r.refs().sets) {
+          auto& users = c->set_users[s];
+          if (users.empty() || users.back() != ch.name) users.push_back(ch.name);
+        }
+    }
+  };
+  // (two maps of their own: a large table's are built side by side)
+  if (two_threads) side_by_side(set_users, nodes);
+  else {
+    nodes();
+    set_users();
   }
   return c;
 }
@@ -477,7 +504,7 @@ std::optional<GraphProblem> check_graphs(const NftState& s, const std::vector<Gr
   graphs.reserve(s.tables.size());
   size_t chains = 0;
   for (const auto& t : s.tables) {
-    graphs.emplace_back(t);
+    graphs.emplace_back(t, t.chains.size() >= graph_build_aside_min);
     chains += t.chains.size();
   }
   std::optional<GraphProblem> problem;
@@ -492,7 +519,8 @@ std::optional<GraphProblem> check_graphs(const NftState& s, const std::vector<Gr
   // the graph and its chains, and ends on a graph with loops too.
   std::vector<std::shared_ptr<GraphCache>> caches(s.tables.size());
   auto build = [&] {
-    for (size_t i = 0; i < s.tables.size(); ++i) caches[i] = build_cache(graphs[i]);
+    for (size_t i = 0; i < s.tables.size(); ++i)
+      caches[i] = build_cache(graphs[i], s.tables[i].chains.size() >= graph_build_aside_min);
   };
   if (!update_cache) {
     check();
