@@ -332,20 +332,15 @@ class PosIndex {
   /// The position whose object's name is key (kNone: none). name_at(pos) -> std::string_view.
   template <class NameAt>
   uint32_t find(std::string_view key, const NameAt& name_at) const {
-    if (slots_.empty()) return kNone;
-    const uint64_t h = hash(key);
-    for (size_t i = h & mask(); ; i = (i + 1) & mask()) {
-      const Slot& s = slots_[i];
-      if (s.pos == kEmpty) return kNone;
-      if (s.pos != kTomb && s.hash == h && name_at(s.pos) == key) return s.pos;
-    }
+    return find_hashed(key, hash(key), name_at);
   }
   /// key -> pos, unless key has an entry (as std::unordered_map::emplace).
   template <class NameAt>
   void emplace(std::string_view key, uint32_t pos, const NameAt& name_at) {
-    if (find(key, name_at) != kNone) return;
+    const uint64_t h = hash(key);  // (once for the look-up and the entry)
+    if (find_hashed(key, h, name_at) != kNone) return;
     if (live_ + tombs_ + 1 > grow_at()) rehash(live_ + 1);
-    put(hash(key), pos);
+    put(h, pos);
     ++live_;
   }
   /// Drops the entry of key at pos, if there is one.
@@ -370,6 +365,15 @@ class PosIndex {
   std::vector<Slot> slots_;  // a power of two, at most 3/4 used (live and tombstones)
   size_t live_ = 0, tombs_ = 0;
   static uint64_t hash(std::string_view k) { return std::hash<std::string_view>{}(k); }
+  template <class NameAt>
+  uint32_t find_hashed(std::string_view key, uint64_t h, const NameAt& name_at) const {
+    if (slots_.empty()) return kNone;
+    for (size_t i = h & mask(); ; i = (i + 1) & mask()) {
+      const Slot& s = slots_[i];
+      if (s.pos == kEmpty) return kNone;
+      if (s.pos != kTomb && s.hash == h && name_at(s.pos) == key) return s.pos;
+    }
+  }
   size_t mask() const { return slots_.size() - 1; }
   size_t grow_at() const { return slots_.size() / 4 * 3; }
   void put(uint64_t h, uint32_t pos) {
