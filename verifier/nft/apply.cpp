@@ -2239,6 +2239,8 @@ struct Lines {
   std::vector<std::string_view> text;  // without the newline
   std::vector<bool> simple;
   explicit Lines(std::string_view t) {
+    text.reserve(count_line_breaks(t) + 1);
+    simple.reserve(text.capacity());
     int depth = 0;
     bool lost = false;  // a '#', an open string or a '}' too many: nothing after is simple
     size_t b = 0;
@@ -2248,7 +2250,10 @@ struct Lines {
       if (!newline) e = t.size();
       const std::string_view line = t.substr(b, e - b);
       const int start = depth;
-      for (size_t i = 0; i < line.size() && !lost; ++i) {
+      // (most lines have none of the four bytes: one pass the compiler vectorizes tells)
+      unsigned char special = 0;
+      for (const char c : line) special |= static_cast<unsigned char>((c == '"') | (c == '#') | (c == '{') | (c == '}'));
+      for (size_t i = 0; special && i < line.size() && !lost; ++i) {
         const char c = line[i];
         if (c == '"') {
           const size_t q = line.find('"', i + 1);
@@ -2457,7 +2462,6 @@ struct TextParts {
   std::vector<int> first_line;
   TextParts(std::string_view t, size_t parts) {
     size_t b = 0;
-    int line = 1;
     for (size_t k = 1; k <= parts && b < t.size(); ++k) {
       size_t e = k == parts ? t.size() : std::max(b, t.size() / parts * k);
       if (e < t.size()) {
@@ -2466,9 +2470,20 @@ struct TextParts {
       }
       if (e <= b) continue;
       text.push_back(t.substr(b, e - b));
-      first_line.push_back(line);
-      line += static_cast<int>(std::count(t.begin() + static_cast<long>(b), t.begin() + static_cast<long>(e), '\n'));
       b = e;
+    }
+    // Each part's first line: its line breaks counted on two threads (a 75 MB text: ~0.04 s).
+    std::vector<int> breaks(text.size(), 0);
+    auto count = [&](size_t from, size_t to) {
+      for (size_t k = from; k < to; ++k) breaks[k] = static_cast<int>(count_line_breaks(text[k]));
+    };
+    const size_t half = text.size() / 2;
+    if (t.size() >= (size_t{1} << 20)) side_by_side([&] { count(half, text.size()); }, [&] { count(0, half); });
+    else count(0, text.size());
+    int line = 1;
+    for (size_t k = 0; k < text.size(); ++k) {
+      first_line.push_back(line);
+      line += breaks[k];
     }
   }
 };

@@ -1,6 +1,7 @@
 // Internals of the nft model shared by its files: tokens, parsed commands, statements.
 #pragma once
 
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -266,6 +267,21 @@ class CommandList {
   bool moving_ = false;
   std::vector<std::shared_ptr<const void>> keep_;
 };
+
+/// The line breaks in t. (memchr: std::count over bytes runs at ~1.7 GB/s here, a 75 MB
+/// prior took 45 ms.)
+inline size_t count_line_breaks(std::string_view t) {
+  size_t n = 0;
+  const char* p = t.data();
+  const char* const end = p + t.size();
+  while (p < end) {
+    p = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+    if (!p) break;
+    ++n;
+    ++p;
+  }
+  return n;
+}
 
 /// Parses a whole script (commands and table blocks). Throws ParseFailure.
 std::vector<Command> parse_script(std::string_view text);

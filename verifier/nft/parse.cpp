@@ -243,7 +243,7 @@ class Parser {
     // regrowth (moving 360-byte commands, touching twice the memory). Reserved room that is
     // never written is never touched (no page of it is faulted in).
     if (reserve_text.empty()) reserve_text = src_;
-    out.reserve(static_cast<size_t>(std::count(reserve_text.begin(), reserve_text.end(), '\n')) + 1);
+    out.reserve(count_line_breaks(reserve_text) + 1);
     while (true) {
       skip_separators();
       release();
@@ -881,7 +881,7 @@ std::vector<Command> parse_script_split(std::string_view text, size_t split_min)
   const size_t nl = text.find('\n', text.size() / 2);
   if (nl == std::string_view::npos || nl + 1 >= text.size()) return parse_script(text);
   const std::string_view first = text.substr(0, nl + 1), second = text.substr(nl + 1);
-  const int second_line = 1 + static_cast<int>(std::count(first.begin(), first.end(), '\n'));
+  const int second_line = 1 + static_cast<int>(count_line_breaks(first));
   std::vector<Command> a, b;
   bool a_ok = false, b_ok = false;  // a parse failure is noted; anything else (bad_alloc) propagates
   side_by_side(
