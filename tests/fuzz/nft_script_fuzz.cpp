@@ -2,8 +2,9 @@
 // read by the nft model (verifier/nft). Applied to an empty node and to kube-proxy's base
 // ruleset; whatever applies must print as a listing that reads back to the same state, and
 // a failed script must leave the state as it was; its parse taken from the base ruleset's
-// (prepare_script_like) must give what its own parse gives. Never a crash, hang or sanitizer
-// report.
+// (prepare_script_like) must give what its own parse gives, and so must its application to
+// an empty node while it is parsed in parts (apply_while_parsing). Never a crash, hang or
+// sanitizer report.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -78,6 +79,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     };
     if (outcome(ro, own) != outcome(rl, like))
       fail("a parse taken from another script's differs", std::string(text) + "\n---\n" + outcome(ro, own) + "\n---\n" + outcome(rl, like));
+    // Applied to an empty node while parsed in three parts (kpc verify's prior).
+    nft::NftState usual, streamed;
+    const nft::ApplyResult ru = nft::apply_script(usual, text, "fuzz.nft");
+    const nft::ApplyResult rs = nft::apply_while_parsing(streamed, text, "fuzz.nft", [](const nft::PreparedScript&) {}, 0, 3);
+    if (outcome(ru, usual) + std::to_string(ru.rules_kept) != outcome(rs, streamed) + std::to_string(rs.rules_kept))
+      fail("an application while parsed differs", std::string(text) + "\n---\n" + outcome(ru, usual) + "\n---\n" + outcome(rs, streamed));
   }
   nft::NftState listed;
   nft::NftError err;

@@ -1,7 +1,8 @@
 // The nft model (verifier/nft) against the real `nft -f` (nftables 1.0.6) in a network
 // namespace: random kube-proxy-shaped states and transactions (valid and invalid), each
 // applied by both; the same verdict, the same error messages (file, line, columns, text,
-// source line and markers, every error nft prints) and the same `nft -a list ruleset`.
+// source line and markers, every error nft prints) and the same `nft -a list ruleset`. Every
+// other random state is applied by the model while it is parsed (apply_while_parsing).
 //
 // CI: 300 pairs (each a state and up to three transactions in a row). KPC_LONG=1: 10,000.
 // KPC_NFT_DIFF_PAIRS=N overrides the count, KPC_NFT_DIFF_SEED=N the seed (default 20261121).
@@ -82,7 +83,11 @@ DiffCounts differential(Runner& r, uint64_t seed, size_t pairs, NextTx next_tx) 
     std::string state_text = gen.state_script();
     std::string sp = r.write("state.nft", state_text);
     nft::NftState model;
-    nft::ApplyResult ms = nft::apply_script(model, state_text, sp);
+    // (every other state applied while parsed in parts, as kpc verify reads its prior: the
+    // transactions after it then run on that state too)
+    nft::ApplyResult ms =
+        i % 2 ? nft::apply_while_parsing(model, state_text, sp, [](const nft::PreparedScript&) {}, 0, 2 + i % 5)
+              : nft::apply_script(model, state_text, sp);
     CommandResult rs = r.nft({"-f", sp});
     std::string real = strip_table_handles(r.nft({"-a", "list", "ruleset"}).out);
     if (rs.exit_code != 0 || !ms.ok || strip_table_handles(nft::print_ruleset(model, {true})) != real) {
