@@ -2503,13 +2503,11 @@ class PartParses {
       cmds = std::make_shared<const std::vector<Command>>(expand(parsed));
     } catch (const ParseFailure&) {
       // (the whole text is parsed then, for nft's first error)
+    } catch (...) {
+      settle(k, nullptr);  // (no thread may wait for this part forever)
+      throw;
     }
-    {
-      std::lock_guard<std::mutex> l(m_);
-      cmds_[k] = std::move(cmds);
-      state_[k] = cmds_[k] ? kParsed : kFailed;
-    }
-    cv_.notify_all();
+    settle(k, std::move(cmds));
     return true;
   }
   // Part k's commands once parsed (null: it does not parse alone); waits when another thread parses it.
@@ -2537,6 +2535,14 @@ class PartParses {
 
  private:
   enum State : uint8_t { kTodo, kParsed, kFailed };
+  void settle(size_t k, std::shared_ptr<const std::vector<Command>> cmds) {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      cmds_[k] = std::move(cmds);
+      state_[k] = cmds_[k] ? kParsed : kFailed;
+    }
+    cv_.notify_all();
+  }
   const TextParts& parts_;
   std::vector<std::shared_ptr<const std::vector<Command>>> cmds_;
   std::vector<State> state_;
