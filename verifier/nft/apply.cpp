@@ -286,8 +286,12 @@ struct CTable {
   // name and saves the look-ups of the run's later commands.
   uint32_t chain_hint = UINT32_MAX;
   CChain* chain(std::string_view n) {
-    if (chain_hint < chains.size() && !chains[chain_hint].gone && chains[chain_hint].name == n)
-      return &chains[chain_hint];
+    // (the hint, or the chain after it: see Applier::command_chain)
+    for (size_t p = chain_hint; p < chains.size() && p <= size_t{chain_hint} + 1; ++p)
+      if (!chains[p].gone && chains[p].name == n) {
+        chain_hint = static_cast<uint32_t>(p);
+        return &chains[p];
+      }
     CChain* found = nullptr;
     if (const uint32_t p = chain_ix.find(n, [this](uint32_t p) { return chain_name(p); }); p != PosIndex::kNone) found = &chains[p];
     else if (st && loaded_chains) {
@@ -1461,10 +1465,17 @@ class Applier {
   // last command named: commands on one chain come in runs (add, flush, its rules), and a live
   // chain is the only one of its name, so the hint is checked by name.
   Chain* command_chain(Table& t, std::string_view n) {
-    if (hint_table_ == &t && hint_chain_ < t.chains.size()) {
-      Chain& h = t.chains[hint_chain_];
-      if (!h.removed && h.name == n) return &h;
-    }
+    // The chain of the last command, or the one after it: commands come in runs on one chain,
+    // and a full transaction names the chains in the order the table holds them. (A live chain
+    // is the only one of its name: a hint checked by name is what the index would find.)
+    if (hint_table_ == &t)
+      for (size_t p = hint_chain_; p < t.chains.size() && p <= hint_chain_ + 1; ++p) {
+        Chain& h = t.chains[p];
+        if (!h.removed && h.name == n) {
+          hint_chain_ = p;
+          return &h;
+        }
+      }
     Chain* found = t.find_chain(n);
     if (found) {
       hint_table_ = &t;
