@@ -21,21 +21,7 @@
 namespace kpc::verifier::nft {
 namespace {
 
-// The result, and the state after it and after a probe that shows the handle generators (a
-// failed batch leaves them advanced): a rule added to the first chain, a table added.
-std::string outcome(const ApplyResult& r, NftState s) {
-  std::string out = test::apply_outcome(r);
-  for (const auto& w : r.warnings) out += "\nwarning: " + w;
-  out += "\n" + print_ruleset(s, {true});
-  std::string probe = "add table ip kpc-probe\n";
-  for (const auto& t : s.tables)
-    if (!t.chains.empty()) {
-      probe += std::string("add rule ") + family_name(t.family) + " " + t.name + " " + t.chains.front().name + " counter\n";
-      break;
-    }
-  out += "\nprobe: " + test::apply_outcome(apply_script(s, probe, "probe.nft"));
-  return out + "\n" + print_ruleset(s, {true});
-}
+std::string outcome(const ApplyResult& r, const NftState& s) { return test::nft_outcome_with_probe(r, s); }
 
 TEST(NftPrepareLikeProps, AParseFromAnotherScriptsIsTheScriptsOwn) {
   const uint64_t seed = 20261205;

@@ -63,4 +63,20 @@ std::string nft_derived_script(NftGen& gen, const std::string& prior, const veri
   }
 }
 
+std::string nft_outcome_with_probe(const verifier::nft::ApplyResult& r, verifier::nft::NftState s) {
+  namespace nft = verifier::nft;
+  std::string out = apply_outcome(r) + "\nrules kept through a flush: " + std::to_string(r.rules_kept) +
+                    ", operations: " + std::to_string(r.operations);
+  for (const auto& w : r.warnings) out += "\nwarning: " + w;
+  out += "\n" + nft::print_ruleset(s, {true});
+  std::string probe = "add table ip kpc-probe\n";
+  for (const auto& t : s.tables)
+    if (!t.chains.empty()) {
+      probe += std::string("add rule ") + nft::family_name(t.family) + " " + t.name + " " + t.chains.front().name + " counter\n";
+      break;
+    }
+  out += "\nprobe: " + apply_outcome(nft::apply_script(s, probe, "probe.nft"));
+  return out + "\n" + nft::print_ruleset(s, {true});
+}
+
 }  // namespace kpc::test

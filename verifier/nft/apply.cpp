@@ -695,6 +695,24 @@ class Applier {
       i = j;
     }
     if (!tx_.errors.empty() || (tx_.flags & kUpdate)) return false;
+    kernel_range(cmds, b, e);
+    return tx_.errors.empty() && !stream_stop_;
+  }
+
+  // The kernel's batch: every message applied in order; failures recorded (the batch goes on,
+  // as nfnetlink does, so that every error is reported).
+  void kernel(const CommandList& cmds) {
+    keep_allowed_ = defer_flushes && !listing && keeping_allowed(cmds, &deleted_names_);
+    kernel_range(cmds, 0, cmds.size());
+    for (auto [tp, cp] : keeping_) {
+      Table& t = tx_.work.tables[tp];
+      if (t.chains[cp].keeping) end_keeping(t, t.chains[cp]);
+    }
+    keeping_.clear();
+  }
+
+  // The messages of cmds[b, e) (whole collapsed groups) in order.
+  void kernel_range(const CommandList& cmds, size_t b, size_t e) {
     for (size_t i = b; i < e;) {
       const size_t j = collapsed_end(cmds, i);
       if (j - i < 3) {
@@ -704,27 +722,6 @@ class Applier {
       kernel_collapsed(cmds, i, j);
       i = j;
     }
-    return tx_.errors.empty() && !stream_stop_;
-  }
-
-  // The kernel's batch: every message applied in order; failures recorded (the batch goes on,
-  // as nfnetlink does, so that every error is reported).
-  void kernel(const CommandList& cmds) {
-    keep_allowed_ = defer_flushes && !listing && keeping_allowed(cmds, &deleted_names_);
-    for (size_t i = 0; i < cmds.size();) {
-      const size_t j = collapsed_end(cmds, i);
-      if (j - i < 3) {
-        for (; i < j; ++i) kernel_one(cmds[i], i);
-        continue;
-      }
-      kernel_collapsed(cmds, i, j);
-      i = j;
-    }
-    for (auto [tp, cp] : keeping_) {
-      Table& t = tx_.work.tables[tp];
-      if (t.chains[cp].keeping) end_keeping(t, t.chains[cp]);
-    }
-    keeping_.clear();
   }
 
   // A collapsed group of three or more element commands [b, e). After evaluating them as one,
