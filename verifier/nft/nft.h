@@ -295,7 +295,7 @@ ApplyResult apply_prepared_forking(NftState& state, PreparedScript&& script, std
 /// applied beside with_parse. *streamed (tests): whether the application overlapped the parse.
 ApplyResult apply_while_parsing(NftState& state, std::string_view text, std::string_view file_name,
                                 const std::function<void(const PreparedScript&)>& with_parse,
-                                size_t min_size = kParseSplitMin, size_t parts = 24, bool* streamed = nullptr);
+                                size_t min_size = kParseSplitMin, size_t parts = 8, bool* streamed = nullptr);
 
 /// Reads `nft list ruleset` / `nft list table ...` output (with or without `-a` handles) into
 /// *out (replacing it). False with *err set when the text is not such a listing or names
