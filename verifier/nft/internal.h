@@ -241,7 +241,6 @@ class CommandList {
   explicit CommandList(const std::vector<Command>& own);
   const Command& operator[](size_t i) const { return *at_[i]; }
   size_t size() const { return at_.size(); }
-  bool empty() const { return at_.empty(); }
   int moved_by(size_t i) const { return moving_ ? moved_[i] : 0; }
   bool located() const { return !moving_; }
   void reserve(size_t n) { at_.reserve(n); }
