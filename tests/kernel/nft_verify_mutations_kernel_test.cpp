@@ -101,7 +101,9 @@ TEST(NftVerifyMutationsKernel, TheRealNftJudgesEveryMutant) {
         ++mutants;
         const std::string path = k.write("mutant.nft", mutant);
         // A refused transaction leaves the kernel as it was (nft is atomic): no reset needed then.
-        if (dirty) ASSERT_TRUE(k.reset(saved)) << where;
+        if (dirty) {
+          ASSERT_TRUE(k.reset(saved)) << where;
+        }
         auto real = k.nft_file(path);
         dirty = real.exit_code == 0;
         auto r = verifier::nft_sym::verify_nft(s.prior, mutant, s.full, vo, path);

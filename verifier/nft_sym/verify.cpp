@@ -347,8 +347,9 @@ NftVerifyResult verify_prepared(nft::NftState&& prior, nft::PreparedScript parti
   nft::NftState a;                     // prior + partial
   nft::ApplyResult ra, rb;
   nft::PreparedScript spent_partial, spent_full;
-  nft::PreparedScript* keep_p = vo.keep_until_exit ? &spent_partial : nullptr;
-  nft::PreparedScript* keep_f = vo.keep_until_exit ? &spent_full : nullptr;
+  const bool keep = vo.keep_until_exit || vo.spent;
+  nft::PreparedScript* keep_p = keep ? &spent_partial : nullptr;
+  nft::PreparedScript* keep_f = keep ? &spent_full : nullptr;
   // The prior's copy is made while the full is evaluated; the partial is applied to it while the
   // full's batch runs.
   rb = nft::apply_prepared_forking(
@@ -369,6 +370,11 @@ NftVerifyResult verify_prepared(nft::NftState&& prior, nft::PreparedScript parti
     keep_until_exit(std::move(b));
     keep_until_exit(std::move(spent_partial));
     keep_until_exit(std::move(spent_full));
+  } else if (vo.spent) {
+    vo.spent->push_back(std::make_shared<nft::NftState>(std::move(a)));
+    vo.spent->push_back(std::make_shared<nft::NftState>(std::move(b)));
+    vo.spent->push_back(std::make_shared<nft::PreparedScript>(std::move(spent_partial)));
+    vo.spent->push_back(std::make_shared<nft::PreparedScript>(std::move(spent_full)));
   }
   return r;
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +47,9 @@ struct NftVerifyOptions {
   /// (kpc::keep_until_exit): for a one-shot command, where freeing them is ~0.15 s after the
   /// verdict is known at 10,000 Services. Never in a process that verifies again and again.
   bool keep_until_exit = false;
+  /// Where not kept until exit, the same objects may be handed here instead of being freed:
+  /// the caller frees them when it chooses (a benchmark, after its clock stops).
+  std::vector<std::shared_ptr<void>>* spent = nullptr;
 };
 
 NftVerifyResult verify_nft(const nft::NftState& prior, std::string_view partial, std::string_view full,
