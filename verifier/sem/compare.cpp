@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "compiler/ir/rule.h"
+#include "verifier/sem/port_buckets.h"
 #include "verifier/trace/effects.h"
 
 namespace kpc::verifier::sem {
@@ -84,11 +85,11 @@ std::vector<Region> refine(const PacketClass& start, const std::vector<const Lea
       std::vector<Region> next;
       next.reserve(regions.size() + 4);
       for (Region& r : regions) {
-        PacketClass inter = r.cls.intersect(l->cls);
-        if (inter.empty(u)) {
+        if (!r.cls.overlaps(l->cls, u)) {
           next.push_back(std::move(r));
           continue;
         }
+        PacketClass inter = r.cls.intersect(l->cls);
         for (auto& rest : r.cls.subtract(l->cls, u)) next.push_back(Region{std::move(rest), r.only_a, r.only_b});
         Region in{std::move(inter), std::move(r.only_a), std::move(r.only_b)};
         add_to(side ? in.only_b : in.only_a, NormOutcome{l->outcome}, l->prob);
@@ -99,11 +100,53 @@ std::vector<Region> refine(const PacketClass& start, const std::vector<const Lea
   return regions;
 }
 
-bool unknown_in(const std::vector<Leaf>& leaves, const PacketClass& c, const Universe& u) {
-  for (const Leaf& l : leaves)
-    if (l.outcome.verdict == Verdict::Unknown && l.cls.overlaps(c, u)) return true;
-  return false;
-}
+// One side's leaves of one start class, with what the questions asked per witness need at
+// hand: the Unknown leaves and those testing predicates apart, and (for many leaves) the
+// leaves by destination port. Every answer visits the leaves in their order, as a scan would.
+class SideLeaves {
+ public:
+  /// Fewer leaves are simply scanned.
+  static constexpr size_t kBucketFrom = 64;
+
+  explicit SideLeaves(const std::vector<Leaf>& leaves) : leaves_(leaves), bucketed_(leaves.size() >= kBucketFrom) {
+    for (uint32_t i = 0; i < leaves.size(); ++i) {
+      if (leaves[i].outcome.verdict == Verdict::Unknown) unknown_.push_back(i);
+      if (leaves[i].cls.pred_known) with_preds_.push_back(i);
+      if (bucketed_) buckets_.add(i, leaves[i].cls.dport);
+    }
+  }
+
+  /// f(leaf) for every leaf overlapping c, in the leaves' order.
+  template <class F>
+  void for_each_meeting(const PacketClass& c, const Universe& u, F&& f) const {
+    if (bucketed_ && buckets_.collect(c.dport, &ids_)) {
+      for (uint32_t i : ids_)
+        if (leaves_[i].cls.overlaps(c, u)) f(leaves_[i]);
+      return;
+    }
+    for (const Leaf& l : leaves_)
+      if (l.cls.overlaps(c, u)) f(l);
+  }
+  bool unknown_meets(const PacketClass& c, const Universe& u) const {
+    for (uint32_t i : unknown_)
+      if (leaves_[i].cls.overlaps(c, u)) return true;
+    return false;
+  }
+  /// The predicates tested by the leaves overlapping c.
+  uint64_t preds_meeting(const PacketClass& c, const Universe& u) const {
+    uint64_t dep = 0;
+    for (uint32_t i : with_preds_)
+      if (leaves_[i].cls.overlaps(c, u)) dep |= leaves_[i].cls.pred_known;
+    return dep;
+  }
+
+ private:
+  const std::vector<Leaf>& leaves_;
+  bool bucketed_;
+  std::vector<uint32_t> unknown_, with_preds_;
+  PortBuckets buckets_;
+  mutable std::vector<uint32_t> ids_;  // collect's answer (one question at a time)
+};
 
 // The class of exactly the witness packet.
 PacketClass witness_class(const Witness& w, const Universe& u) {
@@ -128,20 +171,15 @@ PacketClass witness_class(const Witness& w, const Universe& u) {
 }
 
 // The predicates the outcomes of the packets of class c depend on (either side).
-uint64_t pred_deps(const std::vector<Leaf>& la, const std::vector<Leaf>& lb, PacketClass c, const Universe& u) {
+uint64_t pred_deps(const SideLeaves& la, const SideLeaves& lb, PacketClass c, const Universe& u) {
   c.pred_known = 0;
-  uint64_t dep = 0;
-  for (const auto* leaves : {&la, &lb})
-    for (const Leaf& l : *leaves)
-      if (l.cls.pred_known && l.cls.overlaps(c, u)) dep |= l.cls.pred_known;
-  return dep;
+  return la.preds_meeting(c, u) | lb.preds_meeting(c, u);
 }
 
 // Full distribution of the packets of class c (exact when c is one packet).
-Dist full_dist(const std::vector<Leaf>& leaves, const PacketClass& c, const Universe& u) {
+Dist full_dist(const SideLeaves& leaves, const PacketClass& c, const Universe& u) {
   Dist d;
-  for (const Leaf& l : leaves)
-    if (l.cls.overlaps(c, u)) add_to(d, NormOutcome{normalize(l.outcome, c)}, l.prob);
+  leaves.for_each_meeting(c, u, [&](const Leaf& l) { add_to(d, NormOutcome{normalize(l.outcome, c)}, l.prob); });
   return d;
 }
 
@@ -392,28 +430,54 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
           (side ? by_outcome[k].second : by_outcome[k].first).push_back(l);
         }
       std::vector<PacketClass> candidates;
+      PortBuckets candidate_ports;  // the earlier candidates a region may meet
+      std::vector<uint32_t> earlier;
       for (const auto& [key, group] : by_outcome) {
         for (const Region& r : refine(start, group.first, group.second, u)) {
           bool ua = has_unknown(r.only_a), ub = has_unknown(r.only_b);
           if (!ua && !ub && normalized(r.only_a, r.cls) == normalized(r.only_b, r.cls)) continue;
           std::vector<PacketClass> pieces{r.cls};
-          for (const PacketClass& c : candidates) {
+          auto cut = [&](const PacketClass& c) {
+            // Most candidates meet no piece: nothing is copied then.
+            if (std::none_of(pieces.begin(), pieces.end(), [&](const PacketClass& pc) { return pc.overlaps(c, u); }))
+              return;
             std::vector<PacketClass> rest;
-            for (const PacketClass& pc : pieces)
+            for (PacketClass& pc : pieces) {
+              if (!pc.overlaps(c, u)) {
+                rest.push_back(std::move(pc));
+                continue;
+              }
               for (auto& x : pc.subtract(c, u)) rest.push_back(std::move(x));
+            }
             pieces = std::move(rest);
-            if (pieces.empty()) break;
+          };
+          // In the candidates' order, as cutting by every one would (a candidate that does
+          // not meet the region leaves its pieces as they are).
+          if (candidate_ports.collect(r.cls.dport, &earlier)) {
+            for (uint32_t i : earlier) {
+              cut(candidates[i]);
+              if (pieces.empty()) break;
+            }
+          } else {
+            for (const PacketClass& c : candidates) {
+              cut(c);
+              if (pieces.empty()) break;
+            }
           }
-          for (auto& pc : pieces) candidates.push_back(std::move(pc));
+          for (auto& pc : pieces) {
+            candidate_ports.add(static_cast<uint32_t>(candidates.size()), pc.dport);
+            candidates.push_back(std::move(pc));
+          }
         }
       }
       for (const Leaf* l : shared_unknown) candidates.push_back(l->cls);
+      const SideLeaves sa(la), sb(lb);
       for (const PacketClass& c : candidates) {
           // Undecided if an Unknown outcome (either side, shared or not) reaches into the class.
-          bool undecided = unknown_in(la, c, u) || unknown_in(lb, c, u);
+          bool undecided = sa.unknown_meets(c, u) || sb.unknown_meets(c, u);
           Witness w = pick_witness(c, u);
           PacketClass pt = witness_class(w, u);
-          Dist da = full_dist(la, pt, u), db = full_dist(lb, pt, u);
+          Dist da = full_dist(sa, pt, u), db = full_dist(sb, pt, u);
           if (!undecided && da == db) {
             // The outcomes differ as functions of the arriving mark (MARK --and-mark 0x1
             // vs 0x2 agree on mark 0): each final mark bit is constant or the arriving
@@ -427,7 +491,7 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
               Witness w2 = w;
               w2.mark = m;
               PacketClass p2 = witness_class(w2, u);
-              Dist a2 = full_dist(la, p2, u), b2 = full_dist(lb, p2, u);
+              Dist a2 = full_dist(sa, p2, u), b2 = full_dist(sb, p2, u);
               if (a2 == b2) continue;
               w = w2, pt = p2, da = std::move(a2), db = std::move(b2);
               break;
@@ -439,7 +503,7 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
           // Predicates (tests the model cannot evaluate, as class bits): the witness's
           // outcomes may depend on some. Decided only if the two sides differ whatever
           // those tests say; if they differ for some values only, "may differ".
-          uint64_t dep = pred_deps(la, lb, pt, u);
+          uint64_t dep = pred_deps(sa, sb, pt, u);
           if (dep && !undecided) {
             if (__builtin_popcountll(dep) > 10) {
               undecided = true;
@@ -450,7 +514,7 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
               do {
                 PacketClass pv = pt;
                 pv.pred_value = (pt.pred_value & ~dep) | v;
-                Dist a2 = full_dist(la, pv, u), b2 = full_dist(lb, pv, u);
+                Dist a2 = full_dist(sa, pv, u), b2 = full_dist(sb, pv, u);
                 if (a2 == b2) {
                   all = false;
                 } else if (!shown || pv.pred_value == pt.pred_value) {
@@ -480,12 +544,12 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
                                       (pt.pred_value & (uint64_t(1) << b) ? "holds" : "does not hold"));
           // Attribution from this class's own leaves on each side: the services named
           // on the paths that hold the witness, as the concrete tracer names them.
-          for (const auto* leaves : {&la, &lb})
-            for (const Leaf& l : *leaves)
-              if (l.cls.overlaps(pt, u))
-                for (uint32_t sv : l.services)
-                  if (std::find(d.services.begin(), d.services.end(), u.services[sv]) == d.services.end())
-                    d.services.push_back(u.services[sv]);
+          for (const SideLeaves* leaves : {&sa, &sb})
+            leaves->for_each_meeting(pt, u, [&](const Leaf& l) {
+              for (uint32_t sv : l.services)
+                if (std::find(d.services.begin(), d.services.end(), u.services[sv]) == d.services.end())
+                  d.services.push_back(u.services[sv]);
+            });
           if (traced_here >= opt.traced_per_start || traced_total >= opt.traced_total) {
             res.differences.push_back(std::move(d));
             continue;

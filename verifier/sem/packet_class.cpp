@@ -63,6 +63,30 @@ ClientSet ClientSet::intersect(const ClientSet& o) const {
   }
   return r;
 }
+bool ClientSet::overlaps(const ClientSet& o, uint32_t universe) const {
+  if (!complement && !o.complement) {  // a common id
+    for (size_t a = 0, b = 0; a < ids.size() && b < o.ids.size();) {
+      if (ids[a] == o.ids[b]) return true;
+      ids[a] < o.ids[b] ? ++a : ++b;
+    }
+    return false;
+  }
+  if (complement && o.complement) {  // the union of the excluded ids leaves one out
+    size_t n = 0;
+    for (size_t a = 0, b = 0; a < ids.size() || b < o.ids.size(); ++n) {
+      if (b == o.ids.size() || (a < ids.size() && ids[a] < o.ids[b])) ++a;
+      else if (a == ids.size() || o.ids[b] < ids[a]) ++b;
+      else ++a, ++b;
+    }
+    return n < universe;
+  }
+  const ClientSet& pos = complement ? o : *this;  // an id of pos that neg does not exclude
+  const ClientSet& neg = complement ? *this : o;
+  for (uint32_t id : pos.ids)
+    if (!std::binary_search(neg.ids.begin(), neg.ids.end(), id)) return true;
+  return false;
+}
+
 ClientSet ClientSet::subtract(const ClientSet& o) const {
   ClientSet inv = o;
   inv.complement = !o.complement;
@@ -94,6 +118,18 @@ bool PacketClass::empty(const Universe& u) const {
   return src.empty() || dst.empty() || proto.empty() || sport.empty() || dport.empty() || ct.empty() ||
          in_iface.empty() || out_iface.empty() || bridge_in.empty() || bridge_out.empty() || client.empty(static_cast<uint32_t>(u.affinity_keys.size())) ||
          age.empty();
+}
+
+bool PacketClass::overlaps(const PacketClass& o, const Universe& u) const {
+  uint32_t both = mark_known & o.mark_known;
+  uint64_t pboth = pred_known & o.pred_known;
+  if ((mark_value & both) != (o.mark_value & both) || (pred_value & pboth) != (o.pred_value & pboth)) return false;
+  if (!(ct.bits & o.ct.bits) || !(in_iface.bits & o.in_iface.bits) || !(out_iface.bits & o.out_iface.bits) ||
+      !(bridge_in.bits & o.bridge_in.bits) || !(bridge_out.bits & o.bridge_out.bits) || !(age.bits & o.age.bits) ||
+      (proto & o.proto).empty())
+    return false;
+  return dport.overlaps(o.dport) && dst.overlaps(o.dst) && sport.overlaps(o.sport) && src.overlaps(o.src) &&
+         client.overlaps(o.client, static_cast<uint32_t>(u.affinity_keys.size()));
 }
 
 PacketClass PacketClass::intersect(const PacketClass& o) const {
@@ -128,47 +164,48 @@ std::vector<PacketClass> PacketClass::subtract(const PacketClass& o, const Unive
     out.push_back(*this);
     return out;
   }
-  // Peel one field at a time: the part outside o's field, then narrow to inside.
+  // Peel one field at a time: the part outside o's field, then narrow to inside. A piece
+  // whose peeled field is empty is empty: it is not built (copying `rest` is what costs).
   PacketClass rest = *this;
   auto emit = [&](PacketClass&& piece) {
     if (!piece.empty(u)) out.push_back(std::move(piece));
   };
-  {
+  if (auto outside = rest.src.subtract(o.src); !outside.empty()) {
     PacketClass p = rest;
-    p.src = rest.src.subtract(o.src);
+    p.src = std::move(outside);
     emit(std::move(p));
-    rest.src = rest.src.intersect(o.src);
   }
-  {
+  rest.src = rest.src.intersect(o.src);
+  if (auto outside = rest.dst.subtract(o.dst); !outside.empty()) {
     PacketClass p = rest;
-    p.dst = rest.dst.subtract(o.dst);
+    p.dst = std::move(outside);
     emit(std::move(p));
-    rest.dst = rest.dst.intersect(o.dst);
   }
-  {
+  rest.dst = rest.dst.intersect(o.dst);
+  if (auto outside = rest.proto.minus(o.proto); !outside.empty()) {
     PacketClass p = rest;
-    p.proto = rest.proto.minus(o.proto);
+    p.proto = outside;
     emit(std::move(p));
-    rest.proto = rest.proto & o.proto;
   }
-  {
+  rest.proto = rest.proto & o.proto;
+  if (auto outside = rest.sport.subtract(o.sport); !outside.empty()) {
     PacketClass p = rest;
-    p.sport = rest.sport.subtract(o.sport);
+    p.sport = std::move(outside);
     emit(std::move(p));
-    rest.sport = rest.sport.intersect(o.sport);
   }
-  {
+  rest.sport = rest.sport.intersect(o.sport);
+  if (auto outside = rest.dport.subtract(o.dport); !outside.empty()) {
     PacketClass p = rest;
-    p.dport = rest.dport.subtract(o.dport);
+    p.dport = std::move(outside);
     emit(std::move(p));
-    rest.dport = rest.dport.intersect(o.dport);
   }
-  {
+  rest.dport = rest.dport.intersect(o.dport);
+  if (uint64_t outside = rest.ct.bits & ~o.ct.bits) {
     PacketClass p = rest;
-    p.ct = SmallSet{rest.ct.bits & ~o.ct.bits};
+    p.ct = SmallSet{outside};
     emit(std::move(p));
-    rest.ct = SmallSet{rest.ct.bits & o.ct.bits};
   }
+  rest.ct = SmallSet{rest.ct.bits & o.ct.bits};
   // Mark: for each bit o knows and rest does not, the half with the other value is outside.
   for (unsigned b = 0; b < 32; ++b) {
     uint32_t bit = 1u << b;
@@ -180,42 +217,42 @@ std::vector<PacketClass> PacketClass::subtract(const PacketClass& o, const Unive
     rest.mark_known |= bit;
     rest.mark_value = (rest.mark_value & ~bit) | (o.mark_value & bit);
   }
-  {
+  if (uint64_t outside = rest.in_iface.bits & ~o.in_iface.bits) {
     PacketClass p = rest;
-    p.in_iface = SmallSet{rest.in_iface.bits & ~o.in_iface.bits};
+    p.in_iface = SmallSet{outside};
     emit(std::move(p));
-    rest.in_iface = SmallSet{rest.in_iface.bits & o.in_iface.bits};
   }
-  {
+  rest.in_iface = SmallSet{rest.in_iface.bits & o.in_iface.bits};
+  if (uint64_t outside = rest.out_iface.bits & ~o.out_iface.bits) {
     PacketClass p = rest;
-    p.out_iface = SmallSet{rest.out_iface.bits & ~o.out_iface.bits};
+    p.out_iface = SmallSet{outside};
     emit(std::move(p));
-    rest.out_iface = SmallSet{rest.out_iface.bits & o.out_iface.bits};
   }
-  {
+  rest.out_iface = SmallSet{rest.out_iface.bits & o.out_iface.bits};
+  if (uint64_t outside = rest.bridge_in.bits & ~o.bridge_in.bits) {
     PacketClass p = rest;
-    p.bridge_in = SmallSet{rest.bridge_in.bits & ~o.bridge_in.bits};
+    p.bridge_in = SmallSet{outside};
     emit(std::move(p));
-    rest.bridge_in = SmallSet{rest.bridge_in.bits & o.bridge_in.bits};
   }
-  {
+  rest.bridge_in = SmallSet{rest.bridge_in.bits & o.bridge_in.bits};
+  if (uint64_t outside = rest.bridge_out.bits & ~o.bridge_out.bits) {
     PacketClass p = rest;
-    p.bridge_out = SmallSet{rest.bridge_out.bits & ~o.bridge_out.bits};
+    p.bridge_out = SmallSet{outside};
     emit(std::move(p));
-    rest.bridge_out = SmallSet{rest.bridge_out.bits & o.bridge_out.bits};
   }
-  {
+  rest.bridge_out = SmallSet{rest.bridge_out.bits & o.bridge_out.bits};
+  if (auto outside = rest.client.subtract(o.client); !outside.empty(static_cast<uint32_t>(u.affinity_keys.size()))) {
     PacketClass p = rest;
-    p.client = rest.client.subtract(o.client);
+    p.client = std::move(outside);
     emit(std::move(p));
-    rest.client = rest.client.intersect(o.client);
   }
-  {
+  rest.client = rest.client.intersect(o.client);
+  if (uint64_t outside = rest.age.bits & ~o.age.bits) {
     PacketClass p = rest;
-    p.age = SmallSet{rest.age.bits & ~o.age.bits};
+    p.age = SmallSet{outside};
     emit(std::move(p));
-    rest.age = SmallSet{rest.age.bits & o.age.bits};
   }
+  rest.age = SmallSet{rest.age.bits & o.age.bits};
   // Predicates: as mark bits.
   for (unsigned b = 0; b < 64; ++b) {
     uint64_t bit = uint64_t(1) << b;

@@ -76,6 +76,8 @@ struct ClientSet {
   ClientSet with_only(uint32_t id) const;   ///< this ∩ {id}
   ClientSet without(uint32_t id) const;     ///< this \ {id}
   ClientSet intersect(const ClientSet& o) const;
+  /// !intersect(o).empty(universe), without building the intersection.
+  bool overlaps(const ClientSet& o, uint32_t universe) const;
   ClientSet subtract(const ClientSet& o) const;
   uint32_t first(uint32_t universe) const;  ///< prefers 0 (a new client)
   friend bool operator==(const ClientSet&, const ClientSet&) = default;
@@ -98,7 +100,9 @@ struct PacketClass {
   PacketClass intersect(const PacketClass& o) const;  ///< may be empty
   /// this \ o as disjoint classes (none if this ⊆ o).
   std::vector<PacketClass> subtract(const PacketClass& o, const Universe& u) const;
-  bool overlaps(const PacketClass& o, const Universe& u) const { return !intersect(o).empty(u); }
+  /// !intersect(o).empty(u), field by field without building the intersection (the
+  /// comparison asks it of every leaf for every witness: no allocation, cheapest fields first).
+  bool overlaps(const PacketClass& o, const Universe& u) const;
   friend bool operator==(const PacketClass&, const PacketClass&) = default;
   /// Canonical bytes (for hashing / sorting leaves).
   std::string key() const;

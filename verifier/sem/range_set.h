@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -42,8 +43,24 @@ class RangeSet {
     return it != iv_.begin() && std::prev(it)->first <= lo && std::prev(it)->second >= hi;
   }
   bool overlaps(T lo, T hi) const {
-    for (const auto& i : iv_)
-      if (i.first <= hi && lo <= i.second) return true;
+    auto it = first_ending_at_or_after(lo, 0);
+    return it < iv_.size() && iv_[it].first <= hi && lo <= hi;
+  }
+
+  /// this ∩ o is not empty (what !intersect(o).empty() says, without building it). A set of
+  /// one interval is looked up in the other (sets with thousands of intervals — all ports but
+  /// the NodePorts — meet one-port sets all the time).
+  bool overlaps(const RangeSet& o) const {
+    if (o.iv_.size() == 1) return overlaps(o.iv_[0].first, o.iv_[0].second);
+    if (iv_.size() == 1) return o.overlaps(iv_[0].first, iv_[0].second);
+    size_t a = 0, b = 0;
+    while (a < iv_.size() && b < o.iv_.size()) {
+      if (std::max(iv_[a].first, o.iv_[b].first) <= std::min(iv_[a].second, o.iv_[b].second)) return true;
+      if (iv_[a].second < o.iv_[b].second)
+        ++a;
+      else
+        ++b;
+    }
     return false;
   }
 
@@ -69,22 +86,36 @@ class RangeSet {
     }
     return r;
   }
+  // Both take each interval of this and walk o from the first interval that can meet it,
+  // found by binary search: linear in the intervals met, so a one-port set against all ports
+  // but the NodePorts costs a look-up, not a pass (or, for subtract, a pass per interval).
   RangeSet intersect(const RangeSet& o) const {
     RangeSet r;
-    size_t a = 0, b = 0;
-    while (a < iv_.size() && b < o.iv_.size()) {
-      T lo = std::max(iv_[a].first, o.iv_[b].first), hi = std::min(iv_[a].second, o.iv_[b].second);
-      if (lo <= hi) r.iv_.push_back({lo, hi});
-      if (iv_[a].second < o.iv_[b].second)
-        ++a;
-      else
-        ++b;
+    size_t b = 0;
+    for (const auto& [lo, hi] : iv_) {
+      b = o.first_ending_at_or_after(lo, b);
+      for (size_t k = b; k < o.iv_.size() && o.iv_[k].first <= hi; ++k)
+        r.iv_.push_back({std::max(lo, o.iv_[k].first), std::min(hi, o.iv_[k].second)});
     }
     return r;
   }
   RangeSet subtract(const RangeSet& o) const {
-    RangeSet r = *this;
-    for (const auto& i : o.iv_) r = r.subtract(i.first, i.second);
+    RangeSet r;
+    size_t b = 0;
+    for (const auto& [lo, hi] : iv_) {
+      b = o.first_ending_at_or_after(lo, b);
+      T cur = lo;
+      bool covered = false;  // the rest of [lo, hi] from cur is inside o
+      for (size_t k = b; k < o.iv_.size() && o.iv_[k].first <= hi; ++k) {
+        if (o.iv_[k].first > cur) r.iv_.push_back({cur, o.iv_[k].first - 1});
+        if (o.iv_[k].second >= hi) {
+          covered = true;
+          break;
+        }
+        cur = o.iv_[k].second + 1;
+      }
+      if (!covered) r.iv_.push_back({cur, hi});
+    }
     return r;
   }
   /// Splits into (this ∩ other, this \ other).
@@ -94,6 +125,15 @@ class RangeSet {
   friend bool operator<(const RangeSet& a, const RangeSet& b) { return a.iv_ < b.iv_; }
 
  private:
+  /// The index of the first interval at or after `from` whose end is >= v (intervals are
+  /// sorted and disjoint, so their ends are sorted too); iv_.size() if none.
+  size_t first_ending_at_or_after(T v, size_t from) const {
+    return static_cast<size_t>(
+        std::lower_bound(iv_.begin() + static_cast<std::ptrdiff_t>(from), iv_.end(), v,
+                         [](const Interval& i, T x) { return i.second < x; }) -
+        iv_.begin());
+  }
+
   std::vector<Interval> iv_;
 };
 
