@@ -1,6 +1,7 @@
 #include "verifier/nft_sym/compare.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "verifier/nft_sym/explorer.h"
 #include "verifier/nft_trace/tracer.h"
@@ -180,6 +181,10 @@ CompareResult compare_nft(const nft::NftState& before, const nft::NftState& afte
     all.sampled = all.sampled || r.sampled;
     all.narrowing += "; IPv6: " + r.narrowing;
     for (auto& d : r.differences) all.differences.push_back(std::move(d));
+    std::vector<std::string> services;
+    std::set_union(all.services_differing.begin(), all.services_differing.end(), r.services_differing.begin(),
+                   r.services_differing.end(), std::back_inserter(services));
+    all.services_differing = std::move(services);
     for (auto& s : r.self_check_failures) all.self_check_failures.push_back(std::move(s));
   }
   if (first) {

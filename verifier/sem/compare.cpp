@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "compiler/ir/rule.h"
 #include "verifier/sem/port_buckets.h"
@@ -396,6 +397,7 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
   res.atoms_explored = n;
 
   size_t traced_total = 0;
+  std::set<std::string> service_keys;
   for (size_t ai = 0; ai < u.atom_count(); ++ai) {
     if (!aff.atom[ai]) continue;
     for (Origin origin : {Origin::Arriving, Origin::Node}) {
@@ -528,8 +530,20 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
             }
           }
           (undecided ? res.undecided_classes : res.differing_classes)++;
+          // Attribution from this class's own leaves on each side: the services named
+          // on the paths that hold the witness, as the concrete tracer names them. For
+          // every class, listed or not, so that the report counts every service.
+          std::vector<std::string> services;
+          for (const SideLeaves* leaves : {&sa, &sb})
+            leaves->for_each_meeting(pt, u, [&](const Leaf& l) {
+              for (uint32_t sv : l.services)
+                if (std::find(services.begin(), services.end(), u.services[sv]) == services.end())
+                  services.push_back(u.services[sv]);
+            });
+          service_keys.insert(services.empty() ? std::string() : services[0]);
           if (res.differences.size() >= opt.max_reported) continue;
           Difference d;
+          d.services = std::move(services);
           d.origin = origin;
           d.undecided = undecided;
           d.cls = describe(c, u);
@@ -542,14 +556,6 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
             if (dep & (uint64_t(1) << b))
               d.assumptions.push_back("[" + u.preds[b] + "] " +
                                       (pt.pred_value & (uint64_t(1) << b) ? "holds" : "does not hold"));
-          // Attribution from this class's own leaves on each side: the services named
-          // on the paths that hold the witness, as the concrete tracer names them.
-          for (const SideLeaves* leaves : {&sa, &sb})
-            leaves->for_each_meeting(pt, u, [&](const Leaf& l) {
-              for (uint32_t sv : l.services)
-                if (std::find(d.services.begin(), d.services.end(), u.services[sv]) == d.services.end())
-                  d.services.push_back(u.services[sv]);
-            });
           if (traced_here >= opt.traced_per_start || traced_total >= opt.traced_total) {
             res.differences.push_back(std::move(d));
             continue;
@@ -585,6 +591,7 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
   }
   std::stable_sort(res.differences.begin(), res.differences.end(),
                    [](const Difference& a, const Difference& b) { return a.undecided < b.undecided; });
+  res.services_differing.assign(service_keys.begin(), service_keys.end());
   return res;
 }
 

@@ -92,6 +92,10 @@ struct CompareResult {
   bool sampled = false;  ///< only a sample of the affected atoms was explored (CompareOptions::max_atoms)
   std::string narrowing;  ///< how the atoms to explore were chosen
   std::vector<Difference> differences;  ///< proven differences, then undecided ones
+  /// Every service filed against a differing or undecided class, listed or not (the first
+  /// service named on the class's paths, "" for none; sorted, once each): past
+  /// CompareOptions::max_reported classes, `differences` names only some of them.
+  std::vector<std::string> services_differing;
   std::vector<std::string> self_check_failures;  ///< symbolic vs concrete disagreements (bugs)
   bool equivalent() const { return differing_classes == 0 && undecided_classes == 0 && !sampled; }
 };

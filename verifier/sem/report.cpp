@@ -200,14 +200,17 @@ std::string diff_text(const CompareResult& r, const ReportOptions& o) {
     return out;
   }
   auto groups = by_service(r);
+  // Every service with a differing class, listed or not (the listing stops at max_reported).
+  const size_t services = std::max(groups.size(), r.services_differing.size());
   out += std::to_string(r.differing_classes) + " packet classes behave differently, " +
-         std::to_string(r.undecided_classes) + " undecided, in " + std::to_string(groups.size()) +
-         (groups.size() == 1 ? " service" : " services") + "\n";
+         std::to_string(r.undecided_classes) + " undecided, in " + std::to_string(services) +
+         (services == 1 ? " service" : " services") + "\n";
   if (o.verbose)
     out += "(" + r.narrowing + "; " + std::to_string(r.classes_compared) + " start classes, " +
            std::to_string(r.leaves) + " leaves)\n";
   if (r.differences.size() < r.differing_classes + r.undecided_classes)
-    out += "(showing the first " + std::to_string(r.differences.size()) + ")\n";
+    out += "(showing the first " + std::to_string(r.differences.size()) + " classes, of " +
+           std::to_string(groups.size()) + (groups.size() == 1 ? " service" : " services") + ")\n";
   if (r.sampled) out += "(a sample of the destinations: classes of the others are not listed)\n";
   out += "\n" + service_summary(r, o);
   for (const auto& [svc, diffs] : groups) {
@@ -254,6 +257,7 @@ nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOpti
   j["atoms_explored"] = r.atoms_explored;
   j["start_classes"] = r.classes_compared;
   j["leaves"] = r.leaves;
+  j["services_differing"] = std::max(by_service(r).size(), r.services_differing.size());
   j["services"] = nlohmann::ordered_json::array();
   for (const auto& [svc, diffs] : by_service(r)) {
     nlohmann::ordered_json g;
