@@ -274,3 +274,75 @@ TEST(Reports, JsonOutputsNameTheirSchema) {
 
 }  // namespace
 }  // namespace kpc::test
+
+namespace kpc::test {
+namespace {
+
+// `kpc diff --max-classes N` lists at most N classes (0: every one); the counts of classes and
+// of services are over every class whatever N is. iptables (masqueradeAll on: several
+// Services) and nftables (the affinity timeout: one), and an error across back ends.
+struct Listed {
+  int exit_code = -1;
+  size_t differing = 0, services_differing = 0, listed = 0;
+};
+Listed diff_json(const std::string& a, const std::string& b, const std::string& max_classes) {
+  std::vector<std::string> argv = {bin_path("kpc"), "diff", "--format", "json", a, b};
+  if (!max_classes.empty()) argv.insert(argv.end(), {"--max-classes", max_classes});
+  auto r = run(argv);
+  Listed l;
+  l.exit_code = r.exit_code;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (j.is_discarded()) return l;
+  l.differing = j["differing_classes"].get<size_t>() + j["undecided_classes"].get<size_t>();
+  l.services_differing = j["services_differing"].get<size_t>();
+  for (const auto& s : j["services"]) l.listed += s["differences"].size();
+  return l;
+}
+
+TEST(Reports, MaxClassesListsAtMostNAndCountsEveryClass) {
+  std::string dir = temp_dir("max-classes");
+  std::filesystem::copy(source_path("fixtures/example"), dir + "/masq", std::filesystem::copy_options::recursive);
+  std::filesystem::remove_all(dir + "/masq/expected");
+  const std::string cfg = read_file(dir + "/masq/kube-proxy.yaml");
+  ASSERT_NE(cfg.find("\n  masqueradeBit: 14"), std::string::npos);
+  write_file(dir + "/masq/kube-proxy.yaml", replace(cfg, "\n  masqueradeBit: 14", "\n  masqueradeAll: true\n  masqueradeBit: 14"));
+  const std::string example = source_path("fixtures/example");
+
+  Listed all = diff_json(example, dir + "/masq", "0");
+  ASSERT_EQ(all.exit_code, 1);
+  EXPECT_GT(all.services_differing, 2u);
+  EXPECT_EQ(all.listed, all.differing);
+  EXPECT_EQ(diff_json(example, dir + "/masq", "").listed, all.differing);  // the default (2000) lists them all here
+  for (const char* n : {"1", "3"}) {
+    Listed some = diff_json(example, dir + "/masq", n);
+    EXPECT_EQ(some.exit_code, 1) << n;
+    EXPECT_EQ(some.listed, std::stoul(n)) << n;
+    EXPECT_EQ(some.differing, all.differing) << n;
+    EXPECT_EQ(some.services_differing, all.services_differing) << n;
+  }
+  auto text = run({bin_path("kpc"), "diff", "--max-classes", "1", example, dir + "/masq"});
+  EXPECT_NE(text.out.find("in " + std::to_string(all.services_differing) + " services\n"), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("(showing the first 1 classes, of 1 service)"), std::string::npos) << text.out;
+
+  // nftables: two transactions of the example, the affinity timeout changed in one.
+  const std::string a = dir + "/a.nft", b = dir + "/b.nft";
+  ASSERT_EQ(run({bin_path("kpc"), "compile", example, "--backend", "nftables", "-o", a}).exit_code, 0);
+  ASSERT_EQ(run({bin_path("kpc"), "compile", example_with_timeout("5"), "--backend", "nftables", "-o", b}).exit_code, 0);
+  Listed nft_all = diff_json(a, b, "0");
+  ASSERT_EQ(nft_all.exit_code, 1);
+  EXPECT_GT(nft_all.differing, 2u);
+  EXPECT_EQ(nft_all.listed, nft_all.differing);
+  Listed nft_two = diff_json(a, b, "2");
+  EXPECT_EQ(nft_two.listed, 2u);
+  EXPECT_EQ(nft_two.differing, nft_all.differing);
+  EXPECT_EQ(nft_two.services_differing, nft_all.services_differing);
+
+  // Across back ends every Service is reported: the option is refused.
+  auto cross = run({bin_path("kpc"), "diff", "--max-classes", "3", source_path("fixtures/example/expected/iptables.restore"), a});
+  EXPECT_EQ(cross.exit_code, 2);
+  EXPECT_NE(cross.err.find("--max-classes is for a diff within one back end"), std::string::npos) << cross.err;
+}
+
+}  // namespace
+}  // namespace kpc::test

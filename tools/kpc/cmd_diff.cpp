@@ -5,6 +5,7 @@
 // packet class whose outcome changes does, reported by service with a witness.
 // Exit 0 equivalent, 1 differences (or classes kpc cannot decide), 2 error.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -31,6 +32,7 @@ struct DiffOptions {
   std::vector<std::string> local_addresses;
   std::string jumps = "auto";
   bool all_atoms = false;
+  size_t max_classes = 2000;  ///< --max-classes: classes listed (0: every one)
   uint64_t max_input_size = kDefaultMaxInputSize;  ///< every input: rule files and snapshots
   bool backend_given = false;
   std::string ipsets;  ///< --ipsets: the node's ipsets (both sides)
@@ -66,6 +68,7 @@ int run_nft(const DiffOptions& o) {
   r.local_addresses = o.local_addresses;
   r.max_input_size = o.max_input_size;
   r.explore_all = o.all_atoms;
+  r.max_classes = o.max_classes;
   return run_diff_nft(r);
 }
 
@@ -150,6 +153,7 @@ int run(const DiffOptions& o) {
   co.local_addresses = local;
   if (!o.ipsets.empty()) co.ipsets = &sets;
   co.explore_all = o.all_atoms;
+  co.max_reported = o.max_classes ? o.max_classes : SIZE_MAX;
   auto r = verifier::symbolic::compare_states(before, after, co);
   verifier::sem::ReportOptions ro;
   ro.before_name = "old";
@@ -221,6 +225,10 @@ void add_diff(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "yes", "no"}))
       ->capture_default_str();
   cmd->add_flag("--all-atoms", o->all_atoms, "explore every destination class (skip the semantic-hash narrowing)");
+  cmd->add_option("--max-classes", o->max_classes,
+                  "list at most N differing packet classes (0: every one); the counts of classes and services are "
+                  "always over every class")
+      ->capture_default_str();
   add_max_input_size_option(cmd, o->max_input_size);
   add_node_option(cmd, o->node, " (for a side that is a snapshot)");
   cmd->add_flag("-v,--verbose", o->verbose, "also the comparison's own words (destination atoms, start classes, leaves), each packet class's description and rule paths, at full width (default: a reviewer's text, lines of at most 100 columns)");
@@ -238,6 +246,11 @@ void add_diff(CLI::App& app, int& exit_code) {
     o->backend_given = cmd->count("--backend") > 0;
     CrossDiffRequest cross = cross_request(*o);
     if (wants_cross_diff(cross)) {
+      if (cmd->count("--max-classes")) {
+        print_error("kpc diff: --max-classes is for a diff within one back end (across back ends every Service is reported)");
+        exit_code = kExitError;
+        return;
+      }
       exit_code = run_diff_cross(cross);
       return;
     }

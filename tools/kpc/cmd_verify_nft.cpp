@@ -1,6 +1,7 @@
 // `kpc verify` and `kpc diff` on nftables input (verify_nft.h): the nft transaction model
 // (verifier/nft) builds the states, verifier/nft_sym compares them by behaviour.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -223,6 +224,7 @@ int run_diff_nft(const NftDiffRequest& o) {
   verifier::sem::CompareOptions co;
   co.local_addresses = local;
   co.explore_all = o.explore_all;
+  co.max_reported = o.max_classes ? o.max_classes : SIZE_MAX;
   auto r = ns::compare_nft(before, after, co);
   verifier::sem::ReportOptions ro;
   ro.before_name = "old";

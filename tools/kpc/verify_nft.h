@@ -27,6 +27,7 @@ struct NftDiffRequest {
   std::vector<std::string> local_addresses;
   uint64_t max_input_size = 0;
   bool explore_all = false;
+  size_t max_classes = 2000;  ///< classes listed (0: every one)
 };
 int run_diff_nft(const NftDiffRequest& r);
 
