@@ -642,14 +642,18 @@ struct Engine::Impl {
     if (it == index.end()) it = index.emplace(c, build_index(*c)).first;
     ChainIndex& ix = it->second;
     uint32_t a = atom(e);
+    // An atom no rule names with -d visits the generic rules alone: no copy of them per atom
+    // (a node's 110,000 atoms each kept one of every large chain's, 4.4 GB at 10,000 Services).
+    if (!ix.by_atom.count(a)) {
+      f.order = &ix.generic;
+      return f;
+    }
     auto m = ix.merged.find(a);
     if (m == ix.merged.end()) {
-      std::vector<uint32_t> order = ix.generic;
-      if (auto s = ix.by_atom.find(a); s != ix.by_atom.end()) {
-        std::vector<uint32_t> merged;
-        std::merge(order.begin(), order.end(), s->second.begin(), s->second.end(), std::back_inserter(merged));
-        order = std::move(merged);
-      }
+      const std::vector<uint32_t>& named = ix.by_atom.at(a);
+      std::vector<uint32_t> order;
+      order.reserve(ix.generic.size() + named.size());
+      std::merge(ix.generic.begin(), ix.generic.end(), named.begin(), named.end(), std::back_inserter(order));
       m = ix.merged.emplace(a, std::move(order)).first;
     }
     f.order = &m->second;
