@@ -1,7 +1,9 @@
 // Step 1 of compare_states: semantic chain hashes and the destination atoms a
 // difference can reach. Sound over-approximation: an atom left out provably
 // meets identical rules on both sides.
+#include <algorithm>
 #include <deque>
+#include <iterator>
 #include <functional>
 #include <unordered_set>
 #include <map>
@@ -53,6 +55,16 @@ std::string_view match_part(std::string_view t, bool jumps, std::string& buf) {
 }
 
 bool dst_stable_hook(TableId t, const std::string& builtin);
+
+// Destination atoms: every one, or the listed ones (sorted, once each). A chain pair is mostly
+// reached with one Service's one or two atoms: a dense vector per pair (110,000 atoms at 10,000
+// Services) made the narrowing quadratic — 4.4 GB and most of a minute when a setting changed
+// every Service's chains.
+struct AtomSet {
+  bool all = false;
+  std::vector<uint32_t> list;
+  bool empty() const { return !all && list.empty(); }
+};
 
 struct Side {
   const RulesetState& st;
@@ -178,8 +190,11 @@ sem::AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, 
     out.why_all = std::move(why);
     std::fill(out.atom.begin(), out.atom.end(), 1);
   };
+  std::vector<uint32_t> local_atoms;  // the atoms of the node's addresses
+  for (uint32_t i = 0; i < u.atom_count(); ++i)
+    if (u.local.contains(u.atom(i).first)) local_atoms.push_back(i);
   // The atoms a rule can apply to, within `reach`: its positive -d, or --dst-type LOCAL.
-  auto rule_atoms = [&](const RulesetState& st, uint32_t id, const std::vector<char>& reach, std::vector<char>& dst) {
+  auto rule_atoms = [&](const RulesetState& st, uint32_t id, const AtomSet& reach, AtomSet& dst) {
     const std::string_view t = st.store->text(id);
     dst = reach;
     // Leading "-d A/len" (not negated), as iptables-save prints it.
@@ -190,18 +205,28 @@ sem::AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, 
                                true);
           c && c->family() == u.family) {
         auto r = sem::cidr_range(*c);
-        size_t f = u.atom_of(r.first), l = u.atom_of(r.second);
-        for (size_t i = 0; i < dst.size(); ++i)
-          if (i < f || i > l) dst[i] = 0;
+        uint32_t f = static_cast<uint32_t>(u.atom_of(r.first)), l = static_cast<uint32_t>(u.atom_of(r.second));
+        if (dst.all) {
+          dst.all = false;
+          dst.list.clear();
+          for (uint32_t i = f; i <= l; ++i) dst.list.push_back(i);
+        } else {
+          std::erase_if(dst.list, [&](uint32_t i) { return i < f || i > l; });
+        }
       }
     }
     if (t.find(" -m addrtype --dst-type LOCAL") != std::string::npos) {
-      for (size_t i = 0; i < dst.size(); ++i)
-        if (dst[i] && !u.local.contains(u.atom(i).first)) dst[i] = 0;
+      if (dst.all) {
+        dst.all = false;
+        dst.list = local_atoms;
+      } else {
+        std::erase_if(dst.list, [&](uint32_t i) { return !std::binary_search(local_atoms.begin(), local_atoms.end(), i); });
+      }
     }
   };
-  auto add = [&](const std::vector<char>& atoms) {
-    for (size_t i = 0; i < atoms.size(); ++i) out.atom[i] |= atoms[i];
+  auto add = [&](const AtomSet& atoms) {
+    if (atoms.all) std::fill(out.atom.begin(), out.atom.end(), 1);
+    for (uint32_t i : atoms.list) out.atom[i] = 1;
   };
 
   for (TableId t : kTables) {
@@ -211,18 +236,18 @@ sem::AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, 
   struct Pair {
     TableId t;
     std::string ca, cb;
-    std::vector<char> reach;
+    AtomSet reach;
   };
   // Reach already handled per chain pair: a pair met again is walked again only for new atoms.
-  std::map<std::tuple<int, std::string, std::string>, std::vector<char>> done;
+  std::map<std::tuple<int, std::string, std::string>, AtomSet> done;
   std::vector<Pair> work;
-  std::vector<char> everything(u.atom_count(), 1);
+  const AtomSet everything{true, {}};
   for (TableId t : kTables)
     for (const auto& name : ir::builtin_chains(t)) {
       done[{static_cast<int>(t), name, name}] = everything;
       work.push_back(Pair{t, name, name, everything});
     }
-  std::vector<char> tmp;
+  AtomSet tmp;
   while (!work.empty()) {
     Pair p = std::move(work.back());
     work.pop_back();
@@ -264,13 +289,32 @@ sem::AffectedAtoms affected_atoms(const RulesetState& a, const RulesetState& b, 
         rule_atoms(a, ia, p.reach, tmp);
         const std::string &ja = a.store->jump(ia), &jb = b.store->jump(ib);
         if (!ja.empty() && !jb.empty()) {
-          auto& seen = done[{static_cast<int>(p.t), ja, jb}];
-          if (seen.empty()) seen.assign(tmp.size(), 0);
-          std::vector<char> fresh(tmp.size(), 0);
-          bool any = false;
-          for (size_t k = 0; k < tmp.size(); ++k)
-            if (tmp[k] && !seen[k]) fresh[k] = seen[k] = 1, any = true;
-          if (any) work.push_back(Pair{p.t, ja, jb, std::move(fresh)});
+          // fresh = tmp \ seen; seen = seen ∪ tmp.
+          AtomSet& seen = done[{static_cast<int>(p.t), ja, jb}];
+          AtomSet fresh;
+          if (seen.all) {
+            // nothing new
+          } else if (tmp.all) {
+            if (seen.list.empty()) {
+              fresh.all = true;
+            } else {
+              for (uint32_t i = 0, k = 0; i < u.atom_count(); ++i) {
+                while (k < seen.list.size() && seen.list[k] < i) ++k;
+                if (k == seen.list.size() || seen.list[k] != i) fresh.list.push_back(i);
+              }
+            }
+            seen = everything;
+          } else {
+            std::set_difference(tmp.list.begin(), tmp.list.end(), seen.list.begin(), seen.list.end(),
+                                std::back_inserter(fresh.list));
+            if (!fresh.list.empty()) {
+              std::vector<uint32_t> merged;
+              std::set_union(seen.list.begin(), seen.list.end(), fresh.list.begin(), fresh.list.end(),
+                             std::back_inserter(merged));
+              seen.list = std::move(merged);
+            }
+          }
+          if (!fresh.empty()) work.push_back(Pair{p.t, ja, jb, std::move(fresh)});
         } else {
           add(tmp);
         }
