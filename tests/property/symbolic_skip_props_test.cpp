@@ -1,7 +1,7 @@
 // The iptables explorer passes over a rule that no packet of the class can match without
-// splitting the class through its tests (verifier/symbolic/engine.cpp, misses_whole: a node's
-// address walked every `--dst-type LOCAL` rule of KUBE-EXTERNAL-SERVICES for each of ~110,000
-// atoms, copying the class three times a test). The leaves must be exactly those of the plain
+// splitting the class through its tests (verifier/symbolic/engine.cpp, misses_whole: each of
+// ~110,000 destination atoms at 10,000 Services walked every `--dst-type LOCAL` rule of
+// KUBE-EXTERNAL-SERVICES, copying the class three times a test). The leaves must be exactly those of the plain
 // splitting: random clusters (one the other after 1-4 everyday changes), both families, every
 // destination atom and origin explored with the skip on and off — the same leaves in the same
 // order (class, probability, outcome, services). And the iptables narrowing (which atoms a

@@ -1508,8 +1508,9 @@ struct Engine::Impl {
         return;
       }
       // A rule no packet of the class can match goes by untouched (what splitting would
-      // give, without copying the class three times a test: a node's address walks every
-      // `--dst-type LOCAL` rule of KUBE-EXTERNAL-SERVICES, and each of ~110,000 atoms at 10,000 Services did).
+      // give, without copying the class three times a test: every destination atom walks
+      // the `--dst-type LOCAL` rules of KUBE-EXTERNAL-SERVICES, ~110,000 atoms at 10,000
+      // Services).
       if (detail::skip_missing_rules && misses_whole(r, e)) continue;
       // Split the class through the rule's tests, in order: a recent list written by a
       // test stays written when a later test of the rule fails (the kernel stops at the
