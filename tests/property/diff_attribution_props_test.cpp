@@ -17,10 +17,7 @@
 #include <cstdio>
 #include <set>
 
-#include "compiler/driver/compile.h"
-#include "tests/support/cluster_changes.h"
-#include "tests/support/cluster_env.h"
-#include "tests/support/snapshot_gen.h"
+#include "tests/support/iptables_pairs.h"
 #include "verifier/state/state.h"
 #include "verifier/symbolic/compare.h"
 #include "verifier/trace/tracer.h"
@@ -38,14 +35,6 @@ struct Count {
 };
 Count counter;
 
-std::optional<verifier::RulesetState> load(const std::string& text, IPFamily f) {
-  verifier::RulesetState st = verifier::RulesetState::empty(f);
-  verifier::ParseError pe;
-  if (!verifier::apply_text(st, text, verifier::ApplyOptions{true, verifier::Flavor::Legacy}, &pe).ok()) return {};
-  if (!verifier::trace::add_kube_proxy_jumps(st)) return {};
-  return st;
-}
-
 std::set<std::string> traced_services(const verifier::RulesetState& st, const std::vector<IPAddr>& local,
                                       const verifier::trace::Packet& p) {
   verifier::trace::TraceOptions to;
@@ -57,26 +46,9 @@ std::set<std::string> traced_services(const verifier::RulesetState& st, const st
 }
 
 RC_GTEST_PROP(DiffAttribution, EveryClassIsFiledUnderTheServicesItsWitnessMeets, ()) {
-  testgen::GenOptions go;
-  go.max_services = 6;
-  testgen::GeneratedCluster a = make_compilable(*testgen::gen_cluster(go));
-  testgen::GeneratedCluster b = a;
-  int serial = 0;
-  for (int m = *rc::gen::inRange(1, 5); m > 0; --m) mutate_cluster(b, ++serial);
-  auto sa = load_compilable(a), sb = load_compilable(b);
-  RC_PRE(sa.has_value() && sb.has_value());
-  for (Backend be : {Backend::IPTables, Backend::IP6Tables}) {
-    DiagSink d1, d2;
-    auto pa = compile_iptables(*sa, be, {}, d1), pb = compile_iptables(*sb, be, {}, d2);
-    if (!pa || !pb) continue;
-    IPFamily f = backend_family(be);
-    auto ra = load(pa->text, f), rb = load(pb->text, f);
-    RC_ASSERT(ra.has_value() && rb.has_value());
-    std::vector<IPAddr> local;
-    for (const auto* s : {&*sa, &*sb})
-      for (const auto& n : s->nodes)
-        for (const auto& ad : n.addresses)
-          if (auto ip = IPAddr::parse(ad.address); ip && ip->family == f) local.push_back(*ip);
+  for (test::IptablesPair& p : random_iptables_pairs()) {
+    const verifier::RulesetState *ra = &p.before, *rb = &p.after;
+    const std::vector<IPAddr>& local = p.local;
     verifier::sem::CompareOptions co;
     co.local_addresses = local;
     // Default tracing limits: most classes are attributed without the tracer's help.

@@ -15,14 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "compiler/driver/compile.h"
-#include "tests/support/cluster_changes.h"
-#include "tests/support/cluster_env.h"
-#include "tests/support/snapshot_gen.h"
-#include "verifier/state/state.h"
+#include "tests/support/iptables_pairs.h"
 #include "verifier/symbolic/compare.h"
 #include "verifier/symbolic/engine.h"
-#include "verifier/trace/tracer.h"
 
 namespace kpc::test {
 namespace {
@@ -36,14 +31,6 @@ struct Count {
   }
 };
 Count counter;
-
-std::optional<verifier::RulesetState> load(const std::string& text, IPFamily f) {
-  verifier::RulesetState st = verifier::RulesetState::empty(f);
-  verifier::ParseError pe;
-  if (!verifier::apply_text(st, text, verifier::ApplyOptions{true, verifier::Flavor::Legacy}, &pe).ok()) return {};
-  if (!verifier::trace::add_kube_proxy_jumps(st)) return {};
-  return st;
-}
 
 // Every leaf of every atom and origin of `st`, as text (services by name, so that two
 // universes compare).
@@ -78,53 +65,15 @@ std::vector<std::string> all_leaves(const verifier::RulesetState& a, const verif
   return out;
 }
 
-// The iptables programs (both families) of a random cluster and of the same after 1-4
-// everyday changes (or, a fifth of the time, with masqueradeAll flipped: every Service's
-// chains change), with the nodes' addresses of each family.
-struct ProgramPair {
-  verifier::RulesetState a, b;
-  std::vector<IPAddr> local;
-};
-std::vector<ProgramPair> program_pairs() {
-  testgen::GenOptions go;
-  go.max_services = 6;
-  testgen::GeneratedCluster a = make_compilable(*testgen::gen_cluster(go));
-  testgen::GeneratedCluster b = a;
-  int serial = 0;
-  for (int m = *rc::gen::inRange(1, 5); m > 0; --m) mutate_cluster(b, ++serial);
-  auto sa = load_compilable(a), sb = load_compilable(b);
-  RC_PRE(sa.has_value() && sb.has_value());
-  if (*rc::gen::inRange(0, 5) == 0) {
-    sb = sa;
-    sb->config.iptables.masquerade_all = !sa->config.iptables.masquerade_all;
-  }
-  std::vector<ProgramPair> out;
-  for (Backend be : {Backend::IPTables, Backend::IP6Tables}) {
-    DiagSink d1, d2;
-    auto pa = compile_iptables(*sa, be, {}, d1), pb = compile_iptables(*sb, be, {}, d2);
-    if (!pa || !pb) continue;
-    IPFamily f = backend_family(be);
-    auto ra = load(pa->text, f), rb = load(pb->text, f);
-    RC_ASSERT(ra.has_value() && rb.has_value());
-    ProgramPair p{std::move(*ra), std::move(*rb), {}};
-    for (const auto* s : {&*sa, &*sb})
-      for (const auto& n : s->nodes)
-        for (const auto& ad : n.addresses)
-          if (auto ip = IPAddr::parse(ad.address); ip && ip->family == f) p.local.push_back(*ip);
-    out.push_back(std::move(p));
-  }
-  return out;
-}
-
 // The narrowing (step 1: the atoms a difference can reach) hides nothing: the same classes,
 // witnesses and services as exploring every atom.
 RC_GTEST_PROP(IptablesNarrowing, NarrowedComparisonSaysWhatEveryAtomSays, ()) {
-  for (ProgramPair& p : program_pairs()) {
+  for (IptablesPair& p : random_iptables_pairs(5)) {
     verifier::sem::CompareOptions co;
     co.local_addresses = p.local;
-    auto narrowed = verifier::symbolic::compare_states(p.a, p.b, co);
+    auto narrowed = verifier::symbolic::compare_states(p.before, p.after, co);
     co.explore_all = true;
-    auto every = verifier::symbolic::compare_states(p.a, p.b, co);
+    auto every = verifier::symbolic::compare_states(p.before, p.after, co);
     RC_ASSERT(narrowed.differing_classes == every.differing_classes);
     RC_ASSERT(narrowed.undecided_classes == every.undecided_classes);
     RC_ASSERT(narrowed.services_differing == every.services_differing);
@@ -139,9 +88,9 @@ RC_GTEST_PROP(IptablesNarrowing, NarrowedComparisonSaysWhatEveryAtomSays, ()) {
 }
 
 RC_GTEST_PROP(SymbolicSkip, SkippingRulesThatMissTheWholeClassKeepsEveryLeaf, ()) {
-  for (ProgramPair& p : program_pairs()) {
-    const auto& ra = p.a;
-    const auto& rb = p.b;
+  for (IptablesPair& p : random_iptables_pairs(5)) {
+    const auto& ra = p.before;
+    const auto& rb = p.after;
     const auto& local = p.local;
     for (const auto* st : {&ra, &rb}) {
       auto plain = all_leaves(ra, rb, *st, local, false);
