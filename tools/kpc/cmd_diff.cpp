@@ -237,6 +237,7 @@ void add_diff(CLI::App& app, int& exit_code) {
       "  kpc diff old.restore new.restore                 two rule files (save dumps or restore programs)\n"
       "  kpc diff old-cluster/ new-cluster/               two snapshots, compiled first\n"
       "  kpc diff node.save new.restore --ipsets sets.save --local-address 10.0.0.5\n"
+      "  kpc diff old/ new/ --format json --max-classes 0  every differing class listed (default: 2000)\n"
       "  kpc diff old.nft new.nft                         two nft transactions or `nft list ruleset` listings\n"
       "  kpc diff v4.restore v4.nft --show-known          across back ends (iptables -> nftables)\n"
       "  kpc diff cluster/ --from-backend iptables --to-backend nftables\n"

@@ -455,17 +455,9 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
           };
           // In the candidates' order, as cutting by every one would (a candidate that does
           // not meet the region leaves its pieces as they are).
-          if (candidate_ports.collect(r.cls.dport, &earlier)) {
-            for (uint32_t i : earlier) {
-              cut(candidates[i]);
-              if (pieces.empty()) break;
-            }
-          } else {
-            for (const PacketClass& c : candidates) {
-              cut(c);
-              if (pieces.empty()) break;
-            }
-          }
+          const bool by_port = candidate_ports.collect(r.cls.dport, &earlier);  // else every candidate
+          const size_t n = by_port ? earlier.size() : candidates.size();
+          for (size_t j = 0; j < n && !pieces.empty(); ++j) cut(candidates[by_port ? earlier[j] : j]);
           for (auto& pc : pieces) {
             candidate_ports.add(static_cast<uint32_t>(candidates.size()), pc.dport);
             candidates.push_back(std::move(pc));
