@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "compiler/support/text.h"
@@ -64,6 +66,19 @@ InputError too_large(const std::string& name, const std::string& what, uint64_t 
   return {DiagCode::InputTooLarge, name + ": " + what + "exceeds the limit of " + size + "--max-input-size)"};
 }
 
+// The streams read so far, by identity (st_dev, st_ino): a pipe, a FIFO, stdin or a
+// device can be read only once, and a command may look at an input before it reads it
+// (what kind of program it is). Guarded: two sides of a diff load on two threads.
+struct StreamKey {
+  uint64_t dev = 0, ino = 0;
+  friend auto operator<=>(const StreamKey&, const StreamKey&) = default;
+};
+std::mutex g_streams_mu;
+std::map<StreamKey, std::shared_ptr<const std::string>>& streams() {
+  static auto* m = new std::map<StreamKey, std::shared_ptr<const std::string>>;  // kept until exit
+  return *m;
+}
+
 }  // namespace
 
 InputFd::~InputFd() {
@@ -81,6 +96,9 @@ InputFd& InputFd::operator=(InputFd&& o) noexcept {
     size_ = o.size_;
     limit_ = o.limit_;
     name_ = std::move(o.name_);
+    replay_ = std::move(o.replay_);
+    stream_dev_ = o.stream_dev_;
+    stream_ino_ = o.stream_ino_;
   }
   return *this;
 }
@@ -106,11 +124,55 @@ bool InputFd::open(const std::string& path, uint64_t limit, InputFd* out, InputE
     in.size_ = static_cast<uint64_t>(st.st_size);
     if (in.size_ > limit) return *err = too_large(in.name_, std::to_string(in.size_) + " bytes ", limit), false;
   }
+  if (in.streamed()) {
+    in.stream_dev_ = static_cast<uint64_t>(st.st_dev);
+    in.stream_ino_ = static_cast<uint64_t>(st.st_ino);
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    auto it = streams().find({in.stream_dev_, in.stream_ino_});
+    if (it != streams().end()) in.replay_ = it->second;
+  }
   *out = std::move(in);
   return true;
 }
 
+bool InputFd::replay_too_large(InputError* err) const {
+  if (replay_->size() <= limit_) return false;
+  *err = too_large(name_, "", limit_);
+  return true;
+}
+
 bool InputFd::read_all(std::string* text, InputError* err) {
+  if (replay_) {
+    text->clear();
+    if (replay_too_large(err)) return false;
+    *text = *replay_;
+    return true;
+  }
+  if (!read_fd(text, err)) return false;
+  if (streamed()) {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    streams().emplace(StreamKey{stream_dev_, stream_ino_}, std::make_shared<const std::string>(*text));
+  }
+  return true;
+}
+
+bool InputFd::read_shared(std::shared_ptr<const std::string>* text, InputError* err) {
+  if (replay_) {
+    if (replay_too_large(err)) return false;
+    *text = replay_;
+    return true;
+  }
+  auto owned = std::make_shared<std::string>();
+  if (!read_fd(owned.get(), err)) return false;
+  *text = owned;
+  if (streamed()) {
+    std::lock_guard<std::mutex> lock(g_streams_mu);
+    streams().emplace(StreamKey{stream_dev_, stream_ino_}, *text);
+  }
+  return true;
+}
+
+bool InputFd::read_fd(std::string* text, InputError* err) {
   text->clear();
   // A regular file is read into a buffer of its size (one allocation, no regrowth copies);
   // anything else grows by blocks. Either way at most limit + 1 bytes are ever held.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,12 @@ std::string render(const InputError& e);
 /// Anything else (stdin "-", a pipe, a FIFO, /dev/fd/N, a device) has no size to check:
 /// reading it stops at limit + 1 bytes (read_all). Move-only; closes its descriptor
 /// (never stdin's).
+///
+/// A stream is read once per process: what a pipe, FIFO or stdin held is kept (by the
+/// stream's identity, so "-" and /dev/stdin are one input) and every later open of it
+/// replays the same bytes. That lets a command look at an input to decide what it is
+/// (an nft transaction, an iptables dump, a snapshot) and then read it for real, and gives
+/// `kpc diff a.nft - < b.nft` exactly the answer `kpc diff a.nft b.nft` gives.
 class InputFd {
  public:
   InputFd() = default;
@@ -69,8 +76,20 @@ class InputFd {
   /// Reads what is left into *text; more than limit bytes (a pipe, a file that grew since
   /// it was opened) is InputTooLarge, found after reading at most limit + 1 bytes.
   bool read_all(std::string* text, InputError* err);
+  /// The same, shared and without a copy: a stream's bytes are the ones kept for its replay
+  /// (a regular file is read into a buffer of its own).
+  bool read_shared(std::shared_ptr<const std::string>* text, InputError* err);
+  /// True when a stream was read before in this process and this open replays it.
+  bool replayed() const { return replay_ != nullptr; }
 
  private:
+  /// Read once and replayed after: anything but a regular file opened by its path (stdin is
+  /// a stream even when the shell gave it a file: its offset moves as it is read).
+  bool streamed() const { return !regular_ || stdin_; }
+  bool read_fd(std::string* text, InputError* err);
+  bool replay_too_large(InputError* err) const;
+  std::shared_ptr<const std::string> replay_;  ///< a stream read before (open found it)
+  uint64_t stream_dev_ = 0, stream_ino_ = 0;   ///< a stream's identity (fstat), to keep it
   int fd_ = -1;
   bool stdin_ = false;
   bool regular_ = false;

@@ -485,6 +485,7 @@ int run_all_nodes(const CompileOptions& o, std::optional<Target> given, Snapshot
 }
 
 int run(const CompileOptions& o) {
+  if (refuse_non_snapshots("compile", o.inputs, o.max_input_size)) return kExitError;
   SourceManager sm;
   DiagSink diags;
   LoadOptions lo;

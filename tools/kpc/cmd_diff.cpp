@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "compiler/driver/compile.h"
+#include "compiler/driver/input_kind.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/diff_cross.h"
@@ -44,21 +45,9 @@ struct DiffOptions {
   std::string numgen = "nominal";
 };
 
-// Two nftables programs (transactions or listings): --backend nftables, or both files'
-// content. A side that is a snapshot is iptables' (cross-back-end diffs are not here yet).
-bool nft_side(const std::string& path, uint64_t limit) {
-  // Only a regular file is peeked at: a pipe (`-`, /dev/stdin, <(...)) is read once, by the
-  // path that takes it (an nft pipe needs --backend nftables).
-  std::error_code ec;
-  if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return false;
-  InputText in;
-  InputError err;
-  return in.load(path, limit, &err) && looks_like_nft(in.view());
-}
-
 int run_nft(const DiffOptions& o) {
-  if (!o.ipsets.empty() || o.flavor != "legacy" || o.jumps != "auto" || !o.node.empty()) {
-    print_error("kpc diff: --ipsets, --flavor, --jumps and --node are for iptables input (not nftables)");
+  if (!o.ipsets.empty() || o.flavor != "legacy" || o.jumps != "auto") {
+    print_error("kpc diff: --ipsets, --flavor and --jumps are for iptables input (not nftables)");
     return kExitError;
   }
   NftDiffRequest r;
@@ -69,6 +58,8 @@ int run_nft(const DiffOptions& o) {
   r.max_input_size = o.max_input_size;
   r.explore_all = o.all_atoms;
   r.max_classes = o.max_classes;
+  r.node = o.node;
+  r.verbose = o.verbose;
   return run_diff_nft(r);
 }
 
@@ -92,9 +83,6 @@ CrossDiffRequest cross_request(const DiffOptions& o) {
 }
 
 int run(const DiffOptions& o) {
-  if (o.backend_given ? o.backend == "nftables"
-                      : nft_side(o.old_input, o.max_input_size) && nft_side(o.new_input, o.max_input_size))
-    return run_nft(o);
   verifier::RulesetState before, after;
   std::vector<IPAddr> local;
   std::string lb, la;
@@ -104,8 +92,8 @@ int run(const DiffOptions& o) {
   bool opened_old = open_rule_input(o.old_input, o.max_input_size, &old_side);  // both, to report both
   bool opened_new = open_rule_input(o.new_input, o.max_input_size, &new_side);
   RuleInputOptions in;
-  in.backend = *backend_from_name(o.backend);
-  in.backend_given = o.backend_given;
+  in.backend = *backend_from_name(o.backend == "nftables" ? "iptables" : o.backend);
+  in.backend_given = true;  // decided already (decide_mode): a snapshot side is compiled with it
   in.flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
   in.max_input_size = o.max_input_size;
   in.node = o.node;
@@ -181,6 +169,89 @@ int run(const DiffOptions& o) {
   return r.equivalent() ? kExitOk : kExitDifferent;
 }
 
+// Which engine answers, decided once (compiler/driver/input_kind.h): --from/--to-backend ask for
+// the cross-mode diff; else --backend, else the two inputs' content, else the snapshots'
+// KubeProxyConfiguration.mode. Sides of different modes are a cross-mode diff, said in its
+// first line; sides of one mode are compared by that mode's symbolic front end. Streams are
+// read once and replayed, so a pipe gives the answer the same file gives.
+int dispatch(DiffOptions& o, CLI::App* cmd) {
+  CrossDiffRequest cross = cross_request(o);
+  auto refuse_cross_flags = [&]() {
+    if (o.show_known || cmd->count("--numgen")) {
+      print_error("kpc diff: --show-known and --numgen are for a diff across modes (--from-backend/--to-backend, "
+                  "or two programs of different modes)");
+      return true;
+    }
+    return false;
+  };
+  auto run_cross = [&]() {
+    if (cmd->count("--max-classes")) {
+      print_error("kpc diff: --max-classes is for a diff within one mode (across modes every Service is reported)");
+      return kExitError;
+    }
+    return run_diff_cross(cross);
+  };
+  if (!o.from_backend.empty() || !o.to_backend.empty() || o.new_input.empty()) {
+    if (o.backend_given && o.backend == "nftables") {
+      print_error("kpc diff: --backend nftables names one mode; across modes give --from-backend and --to-backend");
+      return kExitError;
+    }
+    return run_cross();
+  }
+  std::vector<InputEvidence> ev(2);
+  InputError ie;
+  for (int k = 0; k < 2; ++k)
+    if (!classify_input(k ? o.new_input : o.old_input, o.max_input_size, &ev[k], &ie)) {
+      print_input_error(ie);
+      return kExitError;
+    }
+  ModeRequest mr;
+  mr.command = "kpc diff";
+  if (o.backend_given) {
+    mr.flag = o.backend == "nftables" ? BackendKind::NFTables : BackendKind::IPTables;
+    mr.flag_text = "--backend " + o.backend;
+  }
+  mr.inputs = ev;
+  mr.mixed_allowed = true;
+  ModeDecision d;
+  std::string error;
+  if (!resolve_mode(mr, &d, &error)) {
+    print_error(error);
+    return kExitError;
+  }
+  // Each side's mode: its content's, else the decision's, else its snapshot's configuration.
+  std::optional<BackendKind> side[2];
+  for (int k = 0; k < 2; ++k) {
+    side[k] = ev[k].mode();
+    if (!side[k] && !d.mixed) side[k] = d.mode;
+  }
+  for (int k = 0; k < 2; ++k)
+    if (!side[k] && ev[k].kind == InputKind::Snapshot) {
+      side[k] = snapshot_mode(k ? o.new_input : o.old_input, o.max_input_size, o.node);
+      if (!side[k]) side[k] = BackendKind::IPTables;  // it does not load: the iptables path reports why
+    }
+  for (int k = 0; k < 2; ++k)
+    if (!side[k]) side[k] = side[1 - k];  // an empty input takes the other's mode
+  if (!side[0]) side[0] = side[1] = BackendKind::IPTables;  // two empty inputs
+  if (*side[0] != *side[1]) {
+    cross.from_backend = backend_kind_name(*side[0]);
+    cross.to_backend = backend_kind_name(*side[1]);
+    return run_cross();
+  }
+  if (refuse_cross_flags()) return kExitError;
+  switch (*side[0]) {
+    case BackendKind::NFTables:
+      return run_nft(o);
+    case BackendKind::IPVS:
+      // Two IPVS program sets: only the concrete tracer reads IPVS (its coverage is stated).
+      cross.from_backend = cross.to_backend = "ipvs";
+      return run_cross();
+    default:
+      if (o.backend == "nftables") o.backend = "iptables";
+      return run(o);
+  }
+}
+
 }  // namespace
 
 void add_diff(CLI::App& app, int& exit_code) {
@@ -245,22 +316,7 @@ void add_diff(CLI::App& app, int& exit_code) {
   cmd->callback([cmd, o, &exit_code] {
     if (o->verbose && o->format != "text") throw_verbose_needs_text();
     o->backend_given = cmd->count("--backend") > 0;
-    CrossDiffRequest cross = cross_request(*o);
-    if (wants_cross_diff(cross)) {
-      if (cmd->count("--max-classes")) {
-        print_error("kpc diff: --max-classes is for a diff within one back end (across back ends every Service is reported)");
-        exit_code = kExitError;
-        return;
-      }
-      exit_code = run_diff_cross(cross);
-      return;
-    }
-    if (o->show_known || cmd->count("--numgen")) {
-      print_error("kpc diff: --show-known and --numgen are for a diff across back ends");
-      exit_code = kExitError;
-      return;
-    }
-    exit_code = run(*o);
+    exit_code = dispatch(*o, cmd);
   });
 }
 

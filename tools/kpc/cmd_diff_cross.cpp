@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "compiler/driver/compile.h"
+#include "compiler/driver/input_kind.h"
 #include "compiler/model/loader.h"
 #include "compiler/support/keep_until_exit.h"
 #include "tools/kpc/commands.h"
@@ -29,18 +30,6 @@ namespace kpc::cli {
 namespace {
 
 namespace cross = verifier::cross;
-
-// The first bytes of a regular file (enough to tell an nft file from the rest). Never reads a
-// pipe or stdin: that would consume the side (a piped nft side needs --from/--to-backend).
-std::string head_of(const std::string& path) {
-  std::error_code ec;
-  if (path == "-" || !std::filesystem::is_regular_file(path, ec)) return "";
-  std::ifstream f(path, std::ios::binary);
-  std::string s(8192, '\0');
-  f.read(s.data(), static_cast<std::streamsize>(s.size()));
-  s.resize(static_cast<size_t>(f.gcount()));
-  return s;
-}
 
 // One side, loaded: its state lives here for the front end's lifetime.
 struct Side {
@@ -105,9 +94,22 @@ bool compile_nft(const std::string& path, const CrossDiffRequest& r, IPFamily fa
 bool load_side(const std::string& path, const std::string& forced, const std::string& dflt, const CrossDiffRequest& r,
                IPFamily family, Side* s) {
   s->name = path;
-  std::string head = head_of(path);
-  bool nft_file = !head.empty() && looks_like_nft(head), ipt_file = !head.empty() && looks_like_rules(head);
-  s->backend = !forced.empty() ? forced : nft_file ? "nftables" : ipt_file ? "iptables" : dflt;
+  // What the input is, from its content (a stream is read once and replayed: input_kind.h).
+  InputEvidence ev;
+  InputError ie;
+  if (!classify_input(path, r.max_input_size, &ev, &ie)) {
+    print_input_error(ie);
+    return false;
+  }
+  bool nft_file = ev.kind == InputKind::NftRules;
+  std::optional<BackendKind> content = ev.mode();
+  if (!forced.empty() && content && forced != backend_kind_name(*content)) {
+    print_error("kpc diff: " + ev.where() + " is " + input_kind_phrase(ev.kind) + ", but --" +
+                (&forced == &r.from_backend ? "from" : "to") + "-backend " + forced +
+                " asked for this side; drop the flag (the content decides) or pass a " + forced + " program");
+    return false;
+  }
+  s->backend = !forced.empty() ? forced : content ? backend_kind_name(*content) : dflt;
   if (s->backend == "ipvs") {
     // An IPVS program set (the directory kpc compile --backend ipvs -o wrote) or a snapshot.
     s->ipvs = std::make_unique<verifier::ipvs_trace::ProgramSet>();
@@ -158,14 +160,43 @@ bool load_side(const std::string& path, const std::string& forced, const std::st
 
 }  // namespace
 
-bool wants_cross_diff(const CrossDiffRequest& r) {
-  if (!r.from_backend.empty() || !r.to_backend.empty() || r.b.empty()) return true;
-  // Two files of one mode are a same-mode diff (iptables, or nft: verifier/nft_sym).
-  return looks_like_nft(head_of(r.a)) != looks_like_nft(head_of(r.b));
+namespace {
+
+// The families to compare: --backend ip6tables names IPv6; a snapshot side, every family its
+// Node has an address of (as kube-proxy runs one proxier per family); program files, IPv4.
+std::vector<IPFamily> families_to_compare(const CrossDiffRequest& r) {
+  if (r.v6) return {IPFamily::V6};
+  for (const std::string* path : {&r.a, &r.b}) {
+    if (path->empty()) continue;
+    InputEvidence ev;
+    InputError ie;
+    if (!classify_input(*path, r.max_input_size, &ev, &ie) || ev.kind != InputKind::Snapshot) continue;
+    SourceManager sm;
+    DiagSink quiet;
+    Snapshot snap;
+    LoadOptions lo;
+    lo.max_input_size = r.max_input_size;
+    lo.node_name = r.node;
+    if (!load_snapshot({*path}, lo, sm, &snap, quiet)) continue;  // the side's own load reports why
+    std::vector<IPFamily> out;
+    for (IPFamily f : {IPFamily::V4, IPFamily::V6}) {
+      std::vector<IPAddr> addrs;
+      append_node_addresses(snap, f, &addrs);
+      if (!addrs.empty()) out.push_back(f);
+    }
+    if (!out.empty()) return out;
+  }
+  return {IPFamily::V4};
 }
 
-int run_diff_cross(const CrossDiffRequest& r) {
-  const IPFamily family = r.v6 ? IPFamily::V6 : IPFamily::V4;
+struct FamilyReport {
+  int exit = kExitOk;
+  std::string text;             ///< text or markdown
+  nlohmann::ordered_json json;  ///< --format json: the family's fields
+};
+
+FamilyReport diff_family(const CrossDiffRequest& r, IPFamily family) {
+  FamilyReport out;
   // What the diff builds (at 10,000 Services two states, two tracers' rule models and ~100,000
   // differing cells: ~2 GB of small objects) is kept until the process ends: freeing it took
   // ~0.6 s after the report was out (kpc::keep_until_exit: not a leak).
@@ -178,10 +209,6 @@ int run_diff_cross(const CrossDiffRequest& r) {
   Side& a = held.a;
   Side& b = held.b;
   const std::string& b_path = r.b.empty() ? r.a : r.b;
-  if (r.b.empty() && (r.from_backend.empty() || r.to_backend.empty())) {
-    print_error("kpc diff: one input: give --from-backend and --to-backend (it is compiled with both)");
-    return kExitError;
-  }
   // The two sides load on two threads (each reads, compiles if it is a snapshot, and builds its
   // mode's state: at 10,000 Services ~1 s for iptables, ~3 s for nft), B's reports held and
   // printed after A's, as one thread would print them. Standard input is read by one side only,
@@ -204,7 +231,7 @@ int run_diff_cross(const CrossDiffRequest& r) {
     ok_a = load_side(r.a, r.from_backend, "iptables", r, family, &a);
     ok_b = (r.b.empty() && !ok_a) ? false : load_side(b_path, r.to_backend, "nftables", r, family, &b);
   }
-  if (!ok_a || !ok_b) return kExitError;
+  if (!ok_a || !ok_b) return {kExitError, {}, {}};
 
   std::vector<IPAddr> derived = a.node_addresses;
   derived.insert(derived.end(), b.node_addresses.begin(), b.node_addresses.end());
@@ -217,7 +244,12 @@ int run_diff_cross(const CrossDiffRequest& r) {
     }
   }
   std::vector<IPAddr> local;
-  if (!choose_local_addresses(r.local_addresses, derived, family, "diff", &local)) return kExitError;
+  std::vector<std::string> given;  // --local-address values of this family (the others are the other's)
+  for (const auto& g : r.local_addresses) {
+    auto ga = IPAddr::parse(g);
+    if (!ga || ga->family == family || r.v6) given.push_back(g);
+  }
+  if (!choose_local_addresses(given, derived, family, "diff", &local)) return {kExitError, {}, {}};
 
   auto make = [&](const Side& s) {
     if (s.backend == "ipvs") return verifier::ipvs_trace::make_ipvs_frontend(*s.ipvs, local);
@@ -238,25 +270,58 @@ int run_diff_cross(const CrossDiffRequest& r) {
   ro.show_known = r.show_known;
   ro.verbose = r.verbose;
   if (r.format == "json") {
-    auto doc = json_document("diff-cross");
-    nlohmann::ordered_json body = cross::cross_json(res, ro);  // kept alive while its items are read
-    for (auto& [k, v] : body.items()) doc[k] = v;
-    doc["numgen"] = r.kernel_numgen ? "kernel" : "nominal";
+    out.json = cross::cross_json(res, ro);
+    out.json["numgen"] = r.kernel_numgen ? "kernel" : "nominal";
     nlohmann::ordered_json la = nlohmann::ordered_json::array();
     for (const auto& x : local) la.push_back(x.str());
-    doc["local_addresses"] = la;
-    print_json(std::move(doc));
+    out.json["local_addresses"] = la;
   } else if (r.format == "markdown") {
-    std::fputs(cross::cross_markdown(res, ro).c_str(), stdout);
+    out.text = cross::cross_markdown(res, ro);
   } else {
     std::string text = cross::cross_text(res, ro);
     std::string locals = "local addresses:";
     for (const auto& x : local) locals += " " + x.str();
     locals += r.kernel_numgen ? "; numgen shares: the kernel's split\n" : "; numgen shares: nominal 1/N\n";
     text.insert(text.find('\n') + 1, locals);
-    std::fputs(r.verbose ? text.c_str() : reviewer_text(text).c_str(), stdout);
+    out.text = r.verbose ? text : reviewer_text(text);
   }
-  return res.only_known() ? kExitOk : kExitDifferent;
+  out.exit = res.only_known() ? kExitOk : kExitDifferent;
+  return out;
+}
+
+}  // namespace
+
+int run_diff_cross(const CrossDiffRequest& r) {
+  if (r.b.empty() && (r.from_backend.empty() || r.to_backend.empty())) {
+    print_error("kpc diff: one input: give --from-backend and --to-backend (it is compiled with both)");
+    return kExitError;
+  }
+  // Every family the node runs, each compared and reported on its own (kube-proxy runs one
+  // proxier per family); the exit status is the worst of them.
+  std::vector<FamilyReport> reports;
+  int exit = kExitOk;
+  for (IPFamily f : families_to_compare(r)) {
+    reports.push_back(diff_family(r, f));
+    if (reports.back().exit == kExitError) return kExitError;
+    exit = std::max(exit, reports.back().exit);
+  }
+  if (r.format == "json") {
+    // The first family's fields at the top (one family: the document as it always was); each
+    // further family's in other_families; only_known is over every family.
+    auto doc = json_document("diff-cross");
+    for (auto& [k, v] : reports[0].json.items()) doc[k] = v;
+    nlohmann::ordered_json others = nlohmann::ordered_json::array();
+    for (size_t i = 1; i < reports.size(); ++i) others.push_back(std::move(reports[i].json));
+    doc["other_families"] = std::move(others);
+    doc["only_known"] = exit == kExitOk;
+    print_json(std::move(doc));
+  } else {
+    for (size_t i = 0; i < reports.size(); ++i) {
+      if (i) std::fputs("\n", stdout);
+      std::fputs(reports[i].text.c_str(), stdout);
+    }
+  }
+  return exit;
 }
 
 }  // namespace kpc::cli

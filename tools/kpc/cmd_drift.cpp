@@ -8,8 +8,11 @@
 
 #include "applier/core/drift_report.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/capabilities.h"
+#include "compiler/driver/input_kind.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
+#include "tools/kpc/drift_nft.h"
 #include "tools/kpc/text_layout.h"
 
 namespace kpc::cli {
@@ -31,7 +34,74 @@ struct DriftCliOptions {
   bool verbose = false;
 };
 
-int run(const DriftCliOptions& o) {
+// The mode, decided once (compiler/driver/input_kind.h): --backend, else the node state's
+// content, else the snapshot's KubeProxyConfiguration.mode. nullopt with the reason printed.
+std::optional<BackendKind> decide_mode(DriftCliOptions& o, bool flavor_given) {
+  if (o.backend == "fastpath" || o.backend == "ipvs") {
+    print_error(refusal("drift", o.backend, kNodeState));
+    return std::nullopt;
+  }
+  InputEvidence ev;
+  InputError ie;
+  if (!classify_input(o.state, o.max_input_size, &ev, &ie)) {
+    print_input_error(ie);
+    return std::nullopt;
+  }
+  if (ev.directory) {  // an IPVS node's four dumps (ipvs.save, ipvs.stats, ipset.save, iptables.save)
+    print_error(refusal("drift", "ipvs", kNodeState) + "\n  --state " + ev.name + " is a directory");
+    return std::nullopt;
+  }
+  if (ev.kind == InputKind::Snapshot || ev.kind == InputKind::IpvsProgramSet) {
+    print_error("error[E0704]: kpc drift: --state " + ev.where() + " is " + input_kind_phrase(ev.kind) +
+                ", not a node's state: give iptables-save output, or `nft list ruleset` for an nftables node");
+    return std::nullopt;
+  }
+  ModeRequest mr;
+  mr.command = "kpc drift";
+  if (o.backend_given) {
+    mr.flag = o.backend == "nftables" ? BackendKind::NFTables : BackendKind::IPTables;
+    mr.flag_text = "--backend " + o.backend;
+  }
+  if (flavor_given) mr.flavor_flag = o.flavor == "nft";
+  mr.inputs.push_back(ev);
+  ModeDecision d;
+  std::string error;
+  if (!resolve_mode(mr, &d, &error)) {
+    print_error(error);
+    return std::nullopt;
+  }
+  if (!flavor_given && d.iptables_nft_flavor) o.flavor = "nft";
+  if (d.mode) return d.mode;
+  auto mode = snapshot_mode(o.inputs[0], o.max_input_size, o.node).value_or(BackendKind::IPTables);
+  if (mode == BackendKind::IPVS) {
+    print_error(refusal("drift", "ipvs", kNodeState) + "\n  the snapshot's KubeProxyConfiguration.mode is ipvs");
+    return std::nullopt;
+  }
+  return mode;
+}
+
+int run(DriftCliOptions& o, bool flavor_given) {
+  auto mode = decide_mode(o, flavor_given);
+  if (!mode) return kExitError;
+  if (*mode == BackendKind::NFTables) {
+    if (!o.ipsets.empty() || flavor_given) {
+      print_error("kpc drift: --ipsets and --flavor are for iptables nodes (an nftables node's sets are in its tables)");
+      return kExitError;
+    }
+    NftDriftRequest r;
+    r.inputs = o.inputs;
+    r.state = o.state;
+    r.output = o.output;
+    r.format = o.format;
+    r.local_addresses = o.local_addresses;
+    r.max_input_size = o.max_input_size;
+    r.max_atoms = o.max_atoms;
+    r.node = o.node;
+    r.verbose = o.verbose;
+    return run_drift_nft(r);
+  }
+  if (o.backend == "nftables") o.backend = "iptables";
+  o.backend_given = true;  // decided: the snapshot is compiled with it whatever its configuration says
   Backend backend = *backend_from_name(o.backend);
   IPFamily family = backend_family(backend);
   auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
@@ -96,14 +166,21 @@ void add_drift(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "drift",
       "Does the node do what kube-proxy would make it do? Compares kube-proxy's part of an iptables-save dump "
-      "(its chains and its jumps from the built-in chains; foreign rules ignored) with a full sync of the snapshot, "
-      "then what that changes for packets, by Service (exit 0 no drift, 1 drift, 2 error)");
+      "(its chains and its jumps from the built-in chains; foreign rules ignored), or of an nftables node's "
+      "listing (its kube-proxy tables; other tables ignored), with a full sync of the snapshot, then what that "
+      "changes for packets, by Service (exit 0 no drift, 1 drift, 2 error)");
   cmd->add_option("snapshot", o->inputs, "snapshot files or directories")->required();
-  cmd->add_option("--state", o->state, "the node's iptables-save output ('-' for stdin)")->required();
+  cmd->add_option("--state", o->state,
+                  "the node's iptables-save output, or for an nftables node `nft list ruleset` / `nft list table ip "
+                  "kube-proxy` ('-' for stdin)")
+      ->required();
   cmd->add_option("-o,--output", o->output,
                   "write the smallest repair program (iptables-restore --noflush input) to this file; empty when "
                   "there is no drift");
-  add_backend_option(cmd, o->backend);
+  cmd->add_option("--backend", o->backend,
+                  "iptables, ip6tables or nftables (default: told from the state's content, else the snapshot's mode)")
+      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables", "fastpath", "ipvs"}))
+      ->capture_default_str();
   add_flavor_option(cmd, o->flavor, "legacy or nft (how the node's iptables-restore behaves)");
   cmd->add_option("--format", o->format, "text, json or markdown")
       ->check(CLI::IsMember({"text", "json", "markdown"}))
@@ -124,11 +201,12 @@ void add_drift(CLI::App& app, int& exit_code) {
       "Examples:\n"
       "  iptables-save > node.save && kpc drift cluster/ --state node.save -o repair.restore\n"
       "  kpc drift cluster/ --state node.save --ipsets <(ipset save) --format markdown\n"
+      "  nft list ruleset > node.nft && kpc drift cluster/ --state node.nft -o repair.nft   an nftables node\n"
       "Exit codes: 0 no drift, 1 drift (repair written with -o), 2 error, 3 internal error.");
   cmd->callback([cmd, o, &exit_code] {
     if (o->verbose && o->format != "text") throw_verbose_needs_text();
     o->backend_given = cmd->count("--backend") > 0;
-    exit_code = run(*o);
+    exit_code = run(*o, cmd->count("--flavor") > 0);
   });
 }
 

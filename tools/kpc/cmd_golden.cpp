@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "compiler/driver/capabilities.h"
 #include "compiler/model/loader.h"
 #include "compiler/proxy/node_context.h"
 #include "tools/kpc/commands.h"
@@ -71,6 +72,10 @@ bool node_files(const GoldenOptions& o, const std::string& node, Snapshot& snap,
   auto targets = wanted_targets(o, snap, diags);
   if (targets.empty()) return false;  // the node's mode has no back end (reported)
   for (Target t : targets) {
+    if (t.kind == BackendKind::IPVS) {
+      print_error(refusal("golden", "ipvs", kSnapshotDir));
+      return false;
+    }
     DiagSink ctx;
     bool available = target_available(snap, t, ctx);
     for (const auto& d : ctx.all())
@@ -87,7 +92,7 @@ bool node_files(const GoldenOptions& o, const std::string& node, Snapshot& snap,
     f.file = golden::golden_file_name(t);
     f.path = o.expect + "/" + node + "/" + f.file;
     f.compiled = std::move(*text);
-    if (t.kind == BackendKind::IPTables) {
+    if (t.kind == BackendKind::IPTables || t.kind == BackendKind::NFTables) {
       std::vector<IPAddr> derived;
       append_node_addresses(snap, t.family, &derived);
       choose_local_addresses({}, derived, t.family, "golden", &f.local_addresses);
@@ -184,6 +189,7 @@ nlohmann::ordered_json golden_json(const GoldenOptions& o, const std::vector<Fil
 }
 
 int run(GoldenOptions o) {
+  if (refuse_non_snapshots("golden", o.inputs, o.max_input_size)) return kExitError;
   while (o.expect.size() > 1 && o.expect.back() == '/') o.expect.pop_back();
   SourceManager sm;
   DiagSink diags;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/capabilities.h"
+#include "compiler/driver/input_kind.h"
 #include "tools/kpc/commands.h"
 #include "verifier/nft/nft.h"
 #include "verifier/state/state.h"
@@ -115,18 +117,53 @@ int run_nftables(const SimulateOptions& o) {
   return write_output(o.output, out) ? kExitOk : kExitError;
 }
 
-int run(const SimulateOptions& o) {
-  if (o.backend == "nftables") {
-    if (o.programs.empty() && o.state_file.empty()) {
-      print_error("kpc simulate: --backend nftables needs a transaction or --state (to print it)");
-      return kExitError;
-    }
-    return run_nftables(o);
+// The mode, decided once (compiler/driver/input_kind.h): --backend, else the content of the
+// state and the programs (an empty one takes the others' mode), else iptables. False with the
+// reason printed.
+bool decide_mode(SimulateOptions& o, bool backend_given, bool flavor_given) {
+  ModeRequest mr;
+  mr.command = "kpc simulate";
+  if (backend_given) {
+    mr.flag = o.backend == "nftables" ? BackendKind::NFTables : BackendKind::IPTables;
+    mr.flag_text = "--backend " + o.backend;
   }
-  if (o.programs.empty()) {
-    print_error("kpc simulate: programs is required");
+  if (flavor_given) mr.flavor_flag = o.flavor == "nft";
+  std::vector<std::string> paths = o.programs;
+  if (!o.state_file.empty()) paths.insert(paths.begin(), o.state_file);
+  for (const auto& path : paths) {
+    InputEvidence ev;
+    InputError ie;
+    if (!classify_input(path, o.max_input_size, &ev, &ie)) {
+      print_input_error(ie);
+      return false;
+    }
+    if (ev.kind == InputKind::Snapshot || ev.kind == InputKind::IpvsProgramSet) {
+      print_error((ev.kind == InputKind::Snapshot ? refusal("simulate", "any", kSnapshotDir)
+                                                  : refusal("simulate", "ipvs", kProgram)) +
+                  "\n  " + ev.where() + " is " + input_kind_phrase(ev.kind));
+      return false;
+    }
+    mr.inputs.push_back(std::move(ev));
+  }
+  ModeDecision d;
+  std::string error;
+  if (!resolve_mode(mr, &d, &error)) {
+    print_error(error);
+    return false;
+  }
+  if (d.mode == BackendKind::NFTables) o.backend = "nftables";
+  else if (o.backend == "nftables") o.backend = "iptables";
+  if (!flavor_given && d.iptables_nft_flavor) o.flavor = "nft";
+  return true;
+}
+
+int run(SimulateOptions& o, bool backend_given, bool flavor_given) {
+  if (o.programs.empty() && o.state_file.empty()) {
+    print_error("kpc simulate: give programs to apply, or --state to print it");
     return kExitError;
   }
+  if (!decide_mode(o, backend_given, flavor_given)) return kExitError;
+  if (o.backend == "nftables") return run_nftables(o);
   if ((!o.format.empty() && o.format != "json") || (!o.output.empty() && o.format != "json") || o.handles) {
     print_error("kpc simulate: --format nft|knftables, --handles, and -o without --format json are for --backend "
                 "nftables");
@@ -240,7 +277,9 @@ void add_simulate(CLI::App& app, int& exit_code) {
       "  kpc simulate --noflush full.restore --format json        the state and any failure as JSON\n"
       "Exit codes: 0 applied, 1 a program fails (the state committed so far is printed), 2 bad input;\n"
       "  with --backend nftables: 0 applied, 2 a transaction fails (nft's errors on stderr) or bad input.");
-  cmd->callback([opts, &exit_code] { exit_code = run(*opts); });
+  cmd->callback([cmd, opts, &exit_code] {
+    exit_code = run(*opts, cmd->count("--backend") > 0, cmd->count("--flavor") > 0);
+  });
 }
 
 }  // namespace kpc::cli

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/driver/input_kind.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/trace_expect.h"
@@ -207,11 +208,47 @@ int run_ipvs(const TraceCliOptions& o) {
   return run_trace_ipvs(r);
 }
 
-int run(const TraceCliOptions& o) {
+// The mode, decided once (compiler/driver/input_kind.h): --backend, else RULES' content, else
+// the snapshot's KubeProxyConfiguration.mode. nullopt with the reason printed.
+std::optional<BackendKind> decide_mode(TraceCliOptions& o) {
+  InputEvidence ev;
+  InputError ie;
+  if (!classify_input(o.rules, o.max_input_size, &ev, &ie)) {
+    print_input_error(ie);
+    return std::nullopt;
+  }
+  ModeRequest mr;
+  mr.command = "kpc trace";
+  if (o.backend_given) {
+    mr.flag = o.backend == "nftables" ? BackendKind::NFTables
+              : o.backend == "ipvs"   ? BackendKind::IPVS
+                                      : BackendKind::IPTables;
+    mr.flag_text = "--backend " + o.backend;
+  }
+  if (o.flavor_given) mr.flavor_flag = o.flavor == "nft";
+  mr.inputs.push_back(ev);
+  ModeDecision d;
+  std::string error;
+  if (!resolve_mode(mr, &d, &error)) {
+    print_error(error);
+    return std::nullopt;
+  }
+  if (!o.flavor_given && d.iptables_nft_flavor) o.flavor = "nft";
+  if (d.mode) return d.mode;
+  if (ev.kind == InputKind::Snapshot)
+    return snapshot_mode(o.rules, o.max_input_size, o.node).value_or(BackendKind::IPTables);
+  return BackendKind::IPTables;  // an empty rule set
+}
+
+int run(TraceCliOptions& o) {
   using namespace verifier::trace;
-  if (o.backend == "ipvs" || (!o.backend_given && looks_like_ipvs_program_set(o.rules))) return run_ipvs(o);
+  auto mode = decide_mode(o);
+  if (!mode) return kExitError;
+  if (*mode == BackendKind::IPVS) return run_ipvs(o);
   if (o.ipvs_shares_given) return bad("--ipvs-shares is for an IPVS program set (--backend ipvs)");
-  if (o.backend == "nftables") return run_nft(o, std::nullopt);
+  if (*mode == BackendKind::NFTables) return run_nft(o, std::nullopt);
+  if (o.backend != "ip6tables") o.backend = "iptables";
+  o.backend_given = true;  // decided: a snapshot is compiled with it whatever its configuration says
   IPFamily family = o.backend == "ip6tables" ? IPFamily::V6 : IPFamily::V4;
   verifier::Flavor flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
 
@@ -272,26 +309,6 @@ int run(const TraceCliOptions& o) {
   verifier::RulesetState state;
   RuleInput input;
   if (!open_rule_input(o.rules, o.max_input_size, &input)) return kExitError;
-  // nftables input, told from its first command (unless --backend says iptables).
-  if (!o.backend_given && !input.directory && !input.rules && looks_like_nft(input.text.view()))
-    return run_nft(o, input.text.view());
-  // A snapshot without --backend: its KubeProxyConfiguration.mode decides, as on a node (read
-  // first only when the text can name nftables; errors are reported by the path taken).
-  if (!o.backend_given && !input.rules &&
-      (input.directory || input.text.view().find("nftables") != std::string_view::npos ||
-       input.text.view().find("ipvs") != std::string_view::npos)) {
-    SourceManager sm;
-    DiagSink quiet;
-    Snapshot snap;
-    LoadOptions lo;
-    lo.max_input_size = o.max_input_size;
-    lo.node_name = o.node;
-    bool ok = input.directory ? load_snapshot({input.path}, lo, sm, &snap, quiet)
-                              : load_snapshot_text({{input.path, std::string(input.text.view())}}, lo, sm, &snap, quiet);
-    if (ok && snap.config.mode == ProxyMode::NFTables)
-      return run_nft(o, input.directory ? std::nullopt : std::optional<std::string_view>(input.text.view()));
-    if (ok && snap.config.mode == ProxyMode::IPVS && o.rules != "-") return run_ipvs(o);
-  }
   if (o.version_given) return bad("--kube-proxy-version is for nftables (--backend nftables)");
   if (o.numgen_given) return bad("--numgen is for nftables input");
   RuleInputOptions ri;

@@ -51,6 +51,7 @@ nlohmann::ordered_json validate_json(const Snapshot& s, bool valid) {
 }
 
 int run(const ValidateOptions& o) {
+  if (refuse_non_snapshots("validate", o.inputs, o.max_input_size)) return kExitError;
   SourceManager sm;
   DiagSink diags;
   Snapshot snap;

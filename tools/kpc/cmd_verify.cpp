@@ -6,6 +6,8 @@
 #include <optional>
 
 #include "compiler/driver/compile.h"
+#include "compiler/driver/capabilities.h"
+#include "compiler/driver/input_kind.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/text_layout.h"
@@ -32,27 +34,61 @@ struct VerifyOptions {
   bool flavor_given = false;
 };
 
-// nftables input? --backend nftables; else the programs' content (an nft command or table
-// block) or the new snapshot's KubeProxyConfiguration.mode.
-bool is_nft(const VerifyOptions& o) {
-  if (o.backend_given) return o.backend == "nftables";
-  if (o.next.empty()) {
-    for (const std::string* f : {&o.partial, &o.full, &o.state}) {
-      std::error_code ec;  // only a regular file is peeked at (a pipe is read once, later)
-      if (f->empty() || *f == "-" || !std::filesystem::is_regular_file(*f, ec)) continue;
-      InputText in;
-      InputError err;
-      if (in.load(*f, o.max_input_size, &err)) return looks_like_nft(in.view());
-    }
+// The mode, decided once (compiler/driver/input_kind.h): --backend, else the programs' content
+// (an empty program, a sync with nothing to do, takes the others' mode), else the new
+// snapshot's KubeProxyConfiguration.mode. False with the reason printed (exit 2).
+bool decide_mode(VerifyOptions& o, BackendKind* mode) {
+  if (o.backend == "fastpath" || o.backend == "ipvs") {
+    print_error(refusal("verify", o.backend, kSnapshotDir));
     return false;
   }
-  SourceManager sm;
-  DiagSink quiet;
-  Snapshot snap;
-  LoadOptions lo;
-  lo.max_input_size = o.max_input_size;
-  lo.node_name = o.node;
-  return load_snapshot(o.next, lo, sm, &snap, quiet) && snap.config.mode == ProxyMode::NFTables;
+  ModeRequest mr;
+  mr.command = "kpc verify";
+  if (o.backend_given) {
+    mr.flag = o.backend == "nftables" ? BackendKind::NFTables : BackendKind::IPTables;
+    mr.flag_text = "--backend " + o.backend;
+  }
+  if (o.flavor_given) mr.flavor_flag = o.flavor == "nft";
+  if (o.next.empty()) {
+    for (const std::string* f : {&o.state, &o.partial, &o.full}) {
+      if (f->empty()) continue;
+      InputEvidence ev;
+      InputError ie;
+      if (!classify_input(*f, o.max_input_size, &ev, &ie)) {
+        print_input_error(ie);
+        return false;
+      }
+      if (ev.kind == InputKind::Snapshot || ev.kind == InputKind::IpvsProgramSet) {
+        print_error("kpc verify: " + ev.where() + " is " + input_kind_phrase(ev.kind) +
+                    ", not a program: --state, --partial and --full take iptables-save dumps / restore programs or "
+                    "nft transactions / listings; for snapshots use kpc verify NEW --prior OLD");
+        return false;
+      }
+      mr.inputs.push_back(std::move(ev));
+    }
+  }
+  ModeDecision d;
+  std::string error;
+  if (!resolve_mode(mr, &d, &error)) {
+    print_error(error);
+    return false;
+  }
+  if (!o.flavor_given && d.iptables_nft_flavor) o.flavor = "nft";
+  if (d.mode) {
+    *mode = *d.mode;
+    return true;
+  }
+  if (o.next.empty()) {  // three empty programs: nothing says; iptables, kube-proxy's default mode
+    *mode = BackendKind::IPTables;
+    return true;
+  }
+  auto next = snapshot_mode(o.next[0], o.max_input_size, o.node);
+  *mode = next.value_or(BackendKind::IPTables);  // one that does not load: the iptables path reports why
+  if (*mode == BackendKind::IPVS) {
+    print_error(refusal("verify", "ipvs", kSnapshotDir) + "\n  the snapshot's KubeProxyConfiguration.mode is ipvs");
+    return false;
+  }
+  return true;
 }
 
 int run_nft(const VerifyOptions& o) {
@@ -109,8 +145,12 @@ bool compile_three(const VerifyOptions& o, Backend backend, std::string* prior, 
   return true;
 }
 
-int run(const VerifyOptions& o) {
-  if (is_nft(o)) return run_nft(o);
+int run(VerifyOptions& o) {
+  BackendKind mode = BackendKind::IPTables;
+  if (!decide_mode(o, &mode)) return kExitError;
+  if (mode == BackendKind::NFTables) return run_nft(o);
+  if (o.backend == "nftables") o.backend = "iptables";
+  o.backend_given = true;  // decided: a snapshot whose configuration says otherwise is compiled as asked
   auto flavor = o.flavor == "nft" ? verifier::Flavor::Nft : verifier::Flavor::Legacy;
   Backend backend = *backend_from_name(o.backend);
   IPFamily family = backend_family(backend);
@@ -181,8 +221,9 @@ void add_verify(CLI::App& app, int& exit_code) {
   cmd->add_option("--partial", opts->partial, "the partial restore program")->excludes(prior);
   cmd->add_option("--full", opts->full, "the full restore program")->excludes(prior);
   cmd->add_option("--backend", opts->backend,
-                  "iptables, ip6tables or nftables (default: told from the files' content or the snapshot's mode)")
-      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables"}))
+                  "iptables, ip6tables or nftables (default: told from the files' content or the snapshot's mode; "
+                  "fastpath and ipvs are refused with what to use instead)")
+      ->check(CLI::IsMember({"iptables", "ip6tables", "nftables", "fastpath", "ipvs"}))
       ->capture_default_str();
   add_flavor_option(cmd, opts->flavor, "legacy or nft restore semantics");
   cmd->add_option("--format", opts->format, "text, json or markdown (a PR-comment-sized report)")

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "compiler/driver/compile_nftables.h"
+#include "compiler/driver/input_kind.h"
 #include "compiler/model/loader.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/json_report.h"
@@ -68,6 +69,41 @@ bool compile_three(const NftVerifyRequest& o, std::string* prior, std::string* p
   if (ok && families == 0) {
     // Let the compiler say why (no address of either family).
     compile_nftables(next_snap, IPFamily::V4, {}, diags);
+    ok = false;
+  }
+  diags.sort_and_dedup();
+  print_diagnostics(diags, sm);
+  return ok;
+}
+
+// A snapshot (file, directory or stream) as the nftables transaction a full sync writes on a
+// fresh node, for every family its Node has an address of; the Node's addresses appended.
+bool compile_nft_snapshot(const std::string& path, uint64_t limit, const std::string& node, std::string* program,
+                          std::vector<IPAddr>* node_addresses) {
+  SourceManager sm;
+  DiagSink diags;
+  Snapshot snap;
+  LoadOptions lo;
+  lo.max_input_size = limit;
+  lo.node_name = node;
+  bool ok = load_snapshot({path}, lo, sm, &snap, diags);
+  size_t families = 0;
+  for (IPFamily f : {IPFamily::V4, IPFamily::V6}) {
+    if (!ok) break;
+    DiagSink quiet;
+    if (!nft_node_context(snap, f, quiet)) continue;
+    ++families;
+    auto c = compile_nftables(snap, f, {}, diags);
+    if (!c) {
+      ok = false;
+      break;
+    }
+    *program += c->text;
+    if (!program->empty() && program->back() != '\n') *program += "\n";
+    append_node_addresses(snap, f, node_addresses);
+  }
+  if (ok && families == 0) {
+    compile_nftables(snap, IPFamily::V4, {}, diags);  // let the compiler say why
     ok = false;
   }
   diags.sort_and_dedup();
@@ -187,21 +223,36 @@ int run_diff_nft(const NftDiffRequest& o) {
   vn::NftState& after = *(*kept)[kept->size() - 1];
   InputText before_in, after_in;
   InputError before_load, after_load;
-  bool before_loaded = before_in.load(o.before, o.max_input_size, &before_load);
-  bool after_loaded = after_in.load(o.after, o.max_input_size, &after_load);
+  // A side that is a snapshot is compiled first (nftables, every family its Node runs).
+  std::string compiled[2];
+  std::vector<IPAddr> derived;
+  bool compiled_side[2] = {false, false};
+  for (int k = 0; k < 2; ++k) {
+    InputEvidence ev;
+    InputError ie;
+    const std::string& path = k ? o.after : o.before;
+    if (classify_input(path, o.max_input_size, &ev, &ie) && ev.kind == InputKind::Snapshot) {
+      if (!compile_nft_snapshot(path, o.max_input_size, o.node, &compiled[k], &derived)) return kExitError;
+      compiled_side[k] = true;
+    }
+  }
+  bool before_loaded = compiled_side[0] || before_in.load(o.before, o.max_input_size, &before_load);
+  bool after_loaded = compiled_side[1] || after_in.load(o.after, o.max_input_size, &after_load);
+  std::string_view before_text = compiled_side[0] ? std::string_view(compiled[0]) : before_in.view();
+  std::string_view after_text = compiled_side[1] ? std::string_view(compiled[1]) : after_in.view();
   vn::NftError before_err, after_err;
   bool before_ok = false, after_ok = false;
   {
     std::exception_ptr side_error;
     std::thread side([&] {
       try {
-        if (after_loaded) after_ok = ns::read_nft_state(after_in.view(), o.after, &after, &after_err);
+        if (after_loaded) after_ok = ns::read_nft_state(after_text, o.after, &after, &after_err);
       } catch (...) {
         side_error = std::current_exception();
       }
     });
     try {
-      if (before_loaded) before_ok = ns::read_nft_state(before_in.view(), o.before, &before, &before_err);
+      if (before_loaded) before_ok = ns::read_nft_state(before_text, o.before, &before, &before_err);
     } catch (...) {
       side.join();
       throw;
@@ -214,11 +265,11 @@ int run_diff_nft(const NftDiffRequest& o) {
   if (!after_loaded) print_input_error(after_load);
   else if (!after_ok) print_nft_error(after_err);
   if (!before_ok || !after_ok) return kExitError;
-  std::vector<IPAddr> derived;
   std::vector<std::string> why;
-  for (const auto* st : {&before, &after})
-    for (IPFamily f : {IPFamily::V4, IPFamily::V6})
-      for (const auto& a : verifier::nft_trace::infer_local_addresses(*st, f, &why)) derived.push_back(a);
+  if (derived.empty())  // no snapshot side: the addresses the rules name
+    for (const auto* st : {&before, &after})
+      for (IPFamily f : {IPFamily::V4, IPFamily::V6})
+        for (const auto& a : verifier::nft_trace::infer_local_addresses(*st, f, &why)) derived.push_back(a);
   std::vector<IPAddr> local;
   if (!locals(o.local_addresses, derived, "diff", &local)) return kExitError;
   verifier::sem::CompareOptions co;
@@ -229,6 +280,7 @@ int run_diff_nft(const NftDiffRequest& o) {
   verifier::sem::ReportOptions ro;
   ro.before_name = "old";
   ro.after_name = "new";
+  ro.verbose = o.verbose;
   std::string report = o.format == "json"       ? verifier::sem::diff_json(r, ro)
                        : o.format == "markdown" ? "### kpc diff `" + o.before + "` → `" + o.after + "` (nftables)\n\n" +
                                                       verifier::sem::diff_markdown(r, ro)
@@ -237,7 +289,7 @@ int run_diff_nft(const NftDiffRequest& o) {
     std::string head = "kpc diff " + o.before + " -> " + o.after + " (nftables, local addresses:";
     for (const auto& a : local) head += " " + a.str();
     head += ")\n";
-    report = reviewer_text(head + report);
+    report = o.verbose ? head + report : reviewer_text(head + report);
   }
   if (o.format == "json")
     print_json_text(report);

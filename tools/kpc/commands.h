@@ -71,6 +71,10 @@ bool target_available(const Snapshot& snap, Target target, DiagSink& diags);
 /// kpc cannot compile yet. With --backend given, that back end is used as asked.
 bool check_configured_mode(const Snapshot& snap, bool backend_given, Backend backend, DiagSink& diags);
 
+/// Commands that read snapshots only (validate, compile, golden): true, with the capability
+/// matrix's refusal printed (E0704), when an input is a program or a node's state instead.
+bool refuse_non_snapshots(const char* command, const std::vector<std::string>& inputs, uint64_t limit);
+
 /// `--max-input-size SIZE` (default 256 MiB, or KPC_MAX_INPUT_SIZE; "100M", "1GiB", ...;
 /// a bad value is a usage error): the limit of every input file of the command.
 CLI::Option* add_max_input_size_option(CLI::App* cmd, uint64_t& limit);
@@ -92,11 +96,13 @@ class InputText {
   InputText& operator=(const InputText&) = delete;
   /// Loads path ("-": stdin). False with *err set (E0001 with the OS's reason, or E0002).
   bool load(const std::string& path, uint64_t limit, InputError* err);
-  std::string_view view() const { return map_ ? std::string_view(static_cast<const char*>(map_), size_) : owned_; }
+  std::string_view view() const {
+    return map_ ? std::string_view(static_cast<const char*>(map_), size_) : owned_ ? std::string_view(*owned_) : "";
+  }
   void reset();
 
  private:
-  std::string owned_;
+  std::shared_ptr<const std::string> owned_;  ///< a stream's bytes (kept for its replay: InputFd)
   void* map_ = nullptr;
   size_t size_ = 0;
 };

@@ -21,10 +21,6 @@ struct CrossDiffRequest {
   std::string node, flavor = "legacy", jumps = "auto";
 };
 
-/// True when the request is a cross-back-end one: a --from/--to-backend given, or either
-/// input is an nft file (the other side then decides by its own content).
-bool wants_cross_diff(const CrossDiffRequest& r);
-
 /// Runs it: 0 every difference is a known one, 1 any other (or undecided), 2 error.
 int run_diff_cross(const CrossDiffRequest& r);
 

@@ -5,6 +5,9 @@
 #include "compiler/support/line_diff.h"
 #include "tools/kpc/commands.h"
 #include "tools/kpc/golden.h"
+#include "verifier/nft/nft.h"
+#include "verifier/nft_sym/compare.h"
+#include "verifier/nft_sym/verify.h"
 #include "verifier/sem/report.h"
 #include "verifier/symbolic/compare.h"
 #include "verifier/trace/tracer.h"
@@ -50,7 +53,39 @@ void explain_iptables(FileResult& f, std::string_view expected) {
   if (r.sampled) f.summary_note = "a sample of the destinations was explored";
 }
 
-// By Service, from the objects the two nft programs name (no nft packet semantics yet: issue 16).
+// By Service, from the behaviour of two nftables programs: the nft model builds both states and
+// its symbolic front end compares them, as `kpc diff old.nft new.nft` does.
+void explain_nft_behaviour(FileResult& f, std::string_view expected) {
+  verifier::nft::NftState before, after;
+  verifier::nft::NftError err;
+  if (!verifier::nft_sym::read_nft_state(expected, f.path, &before, &err)) {
+    f.summary_note = "no behavioural diff: the expected file is not a transaction nft accepts: " + err.to_string();
+    return;
+  }
+  if (!verifier::nft_sym::read_nft_state(f.compiled, "compiled", &after, &err)) {
+    f.summary_note = "internal error: the compiled transaction does not apply: " + err.to_string();
+    f.internal_error = true;
+    return;
+  }
+  verifier::sem::CompareOptions co;
+  co.local_addresses = f.local_addresses;
+  auto r = verifier::nft_sym::compare_nft(before, after, co);
+  f.internal_error = !r.self_check_failures.empty();
+  if (r.equivalent()) {
+    f.summary_note = "no packet is treated differently: the programs differ in text only";
+    return;
+  }
+  verifier::sem::ReportOptions ro;
+  ro.before_name = "expected";
+  ro.after_name = "compiled";
+  for (const auto& c : verifier::sem::service_changes(r, ro))
+    f.services.push_back({c.service, c.words + " (" + std::to_string(c.classes) + (c.classes == 1 ? " class" : " classes") +
+                                         (c.undecided ? ", " + std::to_string(c.undecided) + " undecided" : "") + ")"});
+  if (r.sampled) f.summary_note = "a sample of the destinations was explored";
+}
+
+// By Service, from the objects the fast-path table names: it holds flowtable offload rules, not
+// kube-proxy's service dataplane, so there is no Service behaviour to compare.
 void explain_nft(FileResult& f, std::string_view expected) {
   f.by_object = true;
   auto changes = applier::nft_object_changes(expected, f.compiled);
@@ -97,8 +132,8 @@ std::string counts(const std::vector<FileResult>& files) {
 }
 
 const char* summary_heading(const FileResult& f) {
-  return f.by_object ? "by Service, by object (chain and set names, element comments; not packet behaviour: kpc has "
-                       "no nft packet semantics yet):"
+  return f.by_object ? "by Service, by object (the fast-path table's chains, sets and elements; it holds no Service "
+                       "dataplane to compare by behaviour):"
                      : "by Service, by behaviour (kpc diff of the two programs; expected -> compiled):";
 }
 
@@ -128,6 +163,7 @@ void explain(FileResult& f, std::string_view expected, const ExplainOptions& o) 
   u.max_lines = o.max_diff_lines;
   f.byte_diff = unified_diff(expected, f.compiled, f.path + " (expected)", "compiled", u);
   if (f.target.kind == BackendKind::IPTables) explain_iptables(f, expected);
+  else if (f.target.kind == BackendKind::NFTables) explain_nft_behaviour(f, expected);
   else explain_nft(f, expected);
   if (f.services.size() > o.max_services) {
     f.more_services = f.services.size() - o.max_services;
@@ -175,8 +211,8 @@ std::string report_markdown(const std::vector<FileResult>& files, const std::str
         out += "| " + file + " | " + status + " | … | and " + std::to_string(f.more_services) + " more Services |\n";
     }
     if (std::any_of(files.begin(), files.end(), [](const auto& f) { return f.by_object; }))
-      out += "\nRows marked *by object* come from the nft objects' names and comments, not from packet behaviour "
-             "(kpc has no nft packet semantics yet).\n";
+      out += "\nRows marked *by object* come from the fast-path table's objects, not from packet behaviour "
+             "(the table holds no Service dataplane).\n";
   }
   std::string equal;
   for (const auto& f : files)

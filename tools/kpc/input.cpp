@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "compiler/driver/capabilities.h"
+#include "compiler/driver/input_kind.h"
 #include "tools/kpc/commands.h"
 
 namespace kpc::cli {
@@ -23,15 +25,14 @@ bool InputText::load(const std::string& path, uint64_t limit, InputError* err) {
       return true;
     }
   }
-  return in.read_all(&owned_, err);  // stdin, a pipe, a FIFO, a device, an empty file, or mmap failed
+  return in.read_shared(&owned_, err);  // stdin, a pipe, a FIFO, a device, an empty file, or mmap failed
 }
 
 void InputText::reset() {
   if (map_) ::munmap(map_, size_);
   map_ = nullptr;
   size_ = 0;
-  owned_.clear();
-  owned_.shrink_to_fit();
+  owned_.reset();
 }
 
 namespace {
@@ -66,6 +67,20 @@ CLI::Option* add_max_input_size_option(CLI::App* cmd, uint64_t& limit) {
     limit = *n;
   });
   return flag;
+}
+
+bool refuse_non_snapshots(const char* command, const std::vector<std::string>& inputs, uint64_t limit) {
+  for (const auto& path : inputs) {
+    InputEvidence ev;
+    InputError ie;
+    if (!classify_input(path, limit, &ev, &ie)) continue;  // the loader reports what it cannot read
+    if (ev.kind == InputKind::Snapshot || ev.kind == InputKind::Empty) continue;
+    std::string why = refusal(command, "any", ev.listing ? kNodeState : kProgram);
+    if (why.empty()) continue;
+    print_error(why + "\n  " + ev.where() + " is " + input_kind_phrase(ev.kind));
+    return true;
+  }
+  return false;
 }
 
 CLI::Option* add_node_option(CLI::App* cmd, std::string& node, const char* all_help) {

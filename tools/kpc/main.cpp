@@ -9,6 +9,7 @@
 #include "compiler/support/allocator.h"
 #include "compiler/support/version.h"
 #include "tools/cli_docs/cli_docs.h"
+#include "compiler/driver/capabilities.h"
 #include "tools/kpc/commands.h"
 
 namespace {
@@ -91,6 +92,24 @@ int main(int argc, char** argv) {
   kpc::cli::add_simulate(app, exit_code);
   kpc::cli::add_trace(app, exit_code);
   kpc::cli::add_ipvs(app, exit_code);
+  // `kpc __capabilities [--format json]`: the capability matrix (compiler/driver/capabilities.h),
+  // as docs/capabilities.md's tables or as JSON for the test that runs every cell.
+  if (argc >= 2 && std::string(argv[1]) == "__capabilities") {
+    if (argc == 4 && std::string(argv[2]) == "--format" && std::string(argv[3]) == "json") {
+      nlohmann::ordered_json cells = nlohmann::ordered_json::array();
+      for (const auto& c : kpc::capabilities()) {
+        const char* support = c.support == kpc::Support::Works     ? "works"
+                              : c.support == kpc::Support::Sampled ? "sampled"
+                                                                   : "refused";
+        cells.push_back({{"command", c.command}, {"mode", c.mode}, {"input", c.input}, {"support", support},
+                         {"note", c.note}, {"example", c.example}, {"exit_code", c.exit_code}, {"expect", c.expect}});
+      }
+      std::fputs((cells.dump(1) + "\n").c_str(), stdout);
+    } else {
+      std::fputs(kpc::capabilities_markdown().c_str(), stdout);
+    }
+    return kpc::cli::kExitOk;
+  }
   // `kpc __complete bash|zsh`, `kpc __man`: generated from the definitions above (the build runs them).
   if (int rc = 0; kpc::cli_docs::handle(app, "kpc", std::string("kpc ") + kpc::kVersion, argc, argv, &rc)) return rc;
   try {

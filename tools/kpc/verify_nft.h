@@ -22,12 +22,14 @@ struct NftVerifyRequest {
 int run_verify_nft(const NftVerifyRequest& r);
 
 struct NftDiffRequest {
-  std::string before, after;  ///< nft transactions or `nft list ruleset` listings
+  std::string before, after;  ///< nft transactions, `nft list` listings, or snapshots (compiled: nftables, every family)
   std::string format = "text";
   std::vector<std::string> local_addresses;
   uint64_t max_input_size = 0;
   bool explore_all = false;
   size_t max_classes = 2000;  ///< classes listed (0: every one)
+  std::string node;           ///< --node, for a side that is a snapshot
+  bool verbose = false;       ///< -v: the comparison's own words, at full width
 };
 int run_diff_nft(const NftDiffRequest& r);
 

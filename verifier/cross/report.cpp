@@ -103,8 +103,11 @@ nlohmann::ordered_json packet_json(const Packet& p) {
 }  // namespace
 
 std::string cross_text(const CrossResult& r, const ReportOptions& o) {
-  std::string out = "kpc diff " + o.name_a + " (" + r.backend_a + ") -> " + o.name_b + " (" + r.backend_b + "), " +
-                    family_word(r.family) + "\n";
+  // The first line says which engine answered: packets traced through both programs, by sample
+  // (the same-mode diff compares packet classes); the second what that covers.
+  std::string out = "kpc diff across modes: " + o.name_a + " (" + r.backend_a + ") -> " + o.name_b + " (" +
+                    r.backend_b + "), " + family_word(r.family) + "\n";
+  out += "coverage: representative packets traced through both programs, not a per-class proof\n";
   out += counts_line(r) + "\n";
   if (r.first_packets_only) out += std::string(kFirstPacketsNote) + "\n";
   if (o.verbose) out += std::string(kCoverageNote) + "\n";
@@ -170,8 +173,8 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
 }
 
 std::string cross_markdown(const CrossResult& r, const ReportOptions& o) {
-  std::string out = "### kpc diff `" + o.name_a + "` (" + r.backend_a + ") → `" + o.name_b + "` (" + r.backend_b +
-                    "), " + family_word(r.family) + "\n\n";
+  std::string out = "### kpc diff across modes: `" + o.name_a + "` (" + r.backend_a + ") → `" + o.name_b + "` (" +
+                    r.backend_b + "), " + family_word(r.family) + "\n\n";
   out += counts_line(r) + " (representative packets per destination, not a per-class proof).\n\n";
   if (r.first_packets_only) out += std::string(kFirstPacketsNote) + "\n\n";
   out += r.surprises == 0 ? "**Every difference is a documented difference between kube-proxy's modes.**\n\n"

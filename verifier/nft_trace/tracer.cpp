@@ -66,6 +66,9 @@ struct Exec {
   Fraction prob;
   std::vector<Step> path;
   std::vector<std::string> services;  ///< without paths (TraceOptions::record_paths): named so far
+  /// Services named by the comments of map elements the packet matched (kube-proxy's
+  /// no-endpoint-services elements carry "ns/name:port"): a REJECT there names its Service.
+  std::vector<std::string> element_services;
   std::vector<Stage> plan;
   size_t stage = 0;
   std::vector<Frame> stack;
@@ -231,6 +234,8 @@ struct Tracer::Impl {
           o.services.push_back(svc);
     }
     if (!t.options_.record_paths) o.services = std::move(e.services);
+    for (const auto& svc : e.element_services)
+      if (std::find(o.services.begin(), o.services.end(), svc) == o.services.end()) o.services.push_back(svc);
     o.path = std::move(e.path);
     result.outcomes.push_back(std::move(o));
   }
@@ -591,6 +596,12 @@ struct Tracer::Impl {
             if (h == Tri::False) return Flow::NextRule;
             if (!el->value || !read_verdict(*el->value, &v))
               return unknown(e, "map @" + s.set + ": value not modelled"), Flow::Finished;
+            if (el->comment) {
+              std::string svc = trace::service_from_comment(*el->comment);
+              if (!svc.empty() &&
+                  std::find(e.element_services.begin(), e.element_services.end(), svc) == e.element_services.end())
+                e.element_services.push_back(svc);
+            }
           }
           if (t.options_.record_paths) {
             std::string n = "vmap: " + v.text();

@@ -151,11 +151,60 @@ ServiceChange change_of(const std::string& svc, const std::vector<const Differen
     return all ? std::string("yes") : any ? std::string("partly") : std::string("no");
   };
   std::vector<std::string> parts;
+  // A source range (loadBalancerSourceRanges): classes of some sources go from a DNAT to kube-proxy's
+  // firewall DROP, or back, the Service's endpoints unchanged. Named by the classes' sources, not as
+  // an endpoint change (a REJECT is kube-proxy's "no endpoints", which the endpoint words name).
+  auto blocked_by = [](const std::vector<OutcomeShare>& v, trace::Verdict verdict) {
+    return !v.empty() && std::all_of(v.begin(), v.end(), [&](const OutcomeShare& x) { return x.verdict == verdict; });
+  };
+  auto source_of = [](const std::string& cls) {
+    size_t at = cls.find("src ");
+    if (at == std::string::npos || (at && cls[at - 1] != ' ')) return std::string();
+    size_t end = cls.find(',', at);
+    return cls.substr(at + 4, end == std::string::npos ? std::string::npos : end - at - 4);
+  };
+  std::vector<std::string> allowed, refused;
+  std::vector<std::string> eps_before, eps_after;
+  auto add_unique = [](std::vector<std::string>* v, const std::string& x) {
+    if (!x.empty() && std::find(v->begin(), v->end(), x) == v->end()) v->push_back(x);
+  };
+  for (const auto* d : diffs) {
+    if (d->undecided) continue;
+    for (const auto& x : dnats(d->before)) add_unique(&eps_before, x);
+    for (const auto& x : dnats(d->after)) add_unique(&eps_after, x);
+    std::string src = source_of(d->cls);
+    if (src.empty()) continue;
+    if (blocked_by(d->before, trace::Verdict::Drop) && !dnats(d->after).empty()) add_unique(&allowed, src);
+    if (!dnats(d->before).empty() && blocked_by(d->after, trace::Verdict::Drop)) add_unique(&refused, src);
+  }
+  std::sort(eps_before.begin(), eps_before.end());
+  std::sort(eps_after.begin(), eps_after.end());
+  const bool by_source = (!allowed.empty() || !refused.empty()) && eps_before == eps_after;
+  if (by_source) {
+    auto list = [](const std::vector<std::string>& v) {
+      std::string t;
+      for (size_t i = 0; i < v.size() && i < 3; ++i) t += (i ? ", " : "") + v[i];
+      if (v.size() > 3) t += " and " + std::to_string(v.size() - 3) + " more";
+      return t;
+    };
+    if (!allowed.empty()) parts.push_back("source " + list(allowed) + " now allowed");
+    if (!refused.empty()) parts.push_back("source " + list(refused) + " no longer allowed");
+  }
+  if (by_source) {
+    for (size_t i = 0; i < parts.size(); ++i) c.words += (i ? "; " : "") + parts[i];
+    return c;
+  }
+  // Endpoints added or removed: over every class of the Service, not the first one's (a class
+  // that goes from a DROP to a DNAT names no endpoint that was added).
   auto b = dnats(first->before), a = dnats(first->after);
   for (const auto& x : a)
-    if (std::find(b.begin(), b.end(), x) == b.end()) parts.push_back("endpoint added " + x);
+    if (std::find(eps_before.begin(), eps_before.end(), x) == eps_before.end() &&
+        std::find(b.begin(), b.end(), x) == b.end())
+      parts.push_back("endpoint added " + x);
   for (const auto& x : b)
-    if (std::find(a.begin(), a.end(), x) == a.end()) parts.push_back("endpoint removed " + x);
+    if (std::find(eps_after.begin(), eps_after.end(), x) == eps_after.end() &&
+        std::find(a.begin(), a.end(), x) == a.end())
+      parts.push_back("endpoint removed " + x);
   if (verdicts(first->before) != verdicts(first->after))
     parts.push_back("verdict " + verdicts(first->before) + " -> " + verdicts(first->after));
   if (shares(first->before) != shares(first->after))
