@@ -774,6 +774,7 @@ class RuleParser {
         port_at = colon + 1;
       }
     }
+    if (port_at && port.empty()) bad("a nat address with ':' and no port");
     std::string canon, bytes;
     if (!canonical_value(fam_ == Family::Ip6 ? Dtype::Ipv6Addr : Dtype::Ipv4Addr, addr, &canon, &bytes))
       bad("a nat address");
