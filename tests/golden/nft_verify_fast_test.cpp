@@ -83,7 +83,6 @@ std::string describe(const NftVerifyResult& r) { return format_json(r) + format_
 std::string describe(const vn::ApplyResult& r, const vn::NftState& s) {
   std::string out = std::string(r.ok ? "ok" : "fails") + " ops " + std::to_string(r.operations) + "\n";
   for (const auto& e : r.errors) out += e.render() + (e.not_modelled ? " (not modelled)\n" : "\n");
-  for (const auto& w : r.warnings) out += "warning " + w + "\n";
   vn::PrintOptions po;
   po.handles = true;
   return out + vn::print_ruleset(s, po);

@@ -67,7 +67,6 @@ std::string nft_outcome_with_probe(const verifier::nft::ApplyResult& r, verifier
   namespace nft = verifier::nft;
   std::string out = apply_outcome(r) + "\nrules kept through a flush: " + std::to_string(r.rules_kept) +
                     ", operations: " + std::to_string(r.operations);
-  for (const auto& w : r.warnings) out += "\nwarning: " + w;
   out += "\n" + nft::print_ruleset(s, {true});
   std::string probe = "add table ip kpc-probe\n";
   for (const auto& t : s.tables)

@@ -95,7 +95,6 @@ int run_nftables(const SimulateOptions& o) {
   }
   for (size_t i = 0; i < files.size(); ++i) {
     nft::ApplyResult r = nft::apply_script(state, files[i]->view(), o.programs[i]);
-    for (const auto& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     if (!r.ok) {
       std::string msg = "kpc simulate: " + o.programs[i] +
                         (r.not_modelled() ? ": kpc cannot say what nft does with this transaction:"

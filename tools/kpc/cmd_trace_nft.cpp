@@ -161,7 +161,6 @@ bool load_state(const NftTraceRequest& r, IPFamily family, verifier::nft::NftSta
       if (res.errors.empty() && res.error) print_nft_error(*res.error);
       return false;
     }
-    for (const auto& w : res.warnings) notes->push_back(w);
     return true;
   }
   // A snapshot: compiled with the nftables back end (a full sync on a fresh node).

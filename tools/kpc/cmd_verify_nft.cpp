@@ -206,6 +206,8 @@ int run_verify_nft(const NftVerifyRequest& o) {
   else
     std::fputs(report.c_str(), stdout);
   if (r.verdict == verifier::Verdict::FailsToApply && r.failing_program == "full") return kExitError;
+  // (kpc cannot say what nft does with the partial: no verdict on it)
+  if (r.failure && r.failure->not_modelled) return kExitError;
   if (r.behaviour && !r.behaviour->self_check_failures.empty()) return kExitInternal;
   if (r.verdict == verifier::Verdict::Identical) return kExitOk;
   if (r.verdict == verifier::Verdict::Equivalent && o.allow_equivalent) return kExitOk;

@@ -542,7 +542,6 @@ struct Tx {
   Cache cache;
   unsigned flags = 0;
   std::vector<Err> errors;
-  std::vector<std::string> warnings;
   uint64_t next_tx_id = 0;
   explicit Tx(NftState& w) : work(w) {}
 };
@@ -880,19 +879,21 @@ class Applier {
         if (c.verb == Verb::Replace)
           for (const auto& as : r.anon_sets)
             if (as.interval) return refuse(moved(c, as.loc), "replace of a rule with an anonymous interval set (nft 1.0.6 aborts: BUG unhandled op)");
-        if (!r.body->canonicalized)
-          tx_.warnings.push_back(file_ + ":" + std::to_string(c.loc.line + list_->moved_by(idx)) + ": rule not canonicalized (" + r.why_not + "): " + r.body->text);
-        // nft evaluates the statements in order and stops at the first error: a nat port
-        // without a transport protocol is refused after the references before it.
-        auto transport_error = [&] {
-          const auto& te = *r.transport_error;
-          tx_.errors.push_back({moved(c, te.port), "transport protocol mapping is only valid after transport protocol match", false,
-                                moved(c, te.keyword)});
+        // nft evaluates the statements in order and stops at the first error: a statement's
+        // error (ParsedRule::stmt_errors) is reported after the references before it.
+        const ParsedRule::StmtError* stmt_error = nullptr;
+        for (const auto& e : r.stmt_errors)
+          if (!(listing && e.command_only)) {
+            stmt_error = &e;
+            break;
+          }
+        auto report_stmt_error = [&] {
+          tx_.errors.push_back({moved(c, stmt_error->loc), stmt_error->message, false, moved(c, stmt_error->mark)});
           return false;
         };
         for (size_t k = 0; k < r.ref_locs.size(); ++k) {
           const auto& ref = r.ref_locs[k];
-          if (r.transport_error && !listing && r.transport_error->refs_before == k) return transport_error();
+          if (stmt_error && stmt_error->refs_before == k) return report_stmt_error();
           if (ref.kind == ParsedRule::Ref::Chain) continue;
           CTable* t = tx_.cache.table(c.family, c.table);
           if (!t) return table_not_found(c);
@@ -917,8 +918,7 @@ class Applier {
             if (tr.kind == ParsedRule::Ref::Dynset && s->is_map) return refuse(moved(c, ref.loc), "update of a map");
           }
         }
-        // (a listing is the kernel's state, whatever nft would say of the rule as a command)
-        if (r.transport_error && !listing) return transport_error();
+        if (stmt_error) return report_stmt_error();
         if (tx_.flags & kUpdate) return rule_cache_update(c, idx);
         return true;
       }
@@ -1613,7 +1613,7 @@ class Applier {
     const ParsedRule& pr = *c.rule;
     const RuleBody& said = *pr.body;
     if (pr.body != r.body &&
-        (said.text != r.text() || said.comment != r.comment() || said.canonicalized != r.canonicalized()))
+        (said.text != r.text() || said.comment != r.comment()))
       return false;
     t.next_handle += pr.anon_sets.size();
     r.handle = ++t.next_handle;
@@ -1943,13 +1943,16 @@ class Applier {
 
 std::string line_of(std::string_view text, int line) {
   int l = 1;
-  size_t b = 0;
+  size_t b = 0, prev = 0;
   while (l < line) {
     size_t n = text.find('\n', b);
     if (n == std::string_view::npos) return "";
+    prev = b;
     b = n + 1;
     ++l;
   }
+  // The end of a file that ends with a line break: nft prints the last line there.
+  if (b == text.size() && line > 1) b = prev;
   size_t e = text.find('\n', b);
   return std::string(text.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
 }
@@ -2118,7 +2121,6 @@ ApplyResult finish_commands(Applier& a, NftState& state, const CommandList& cmds
       return fail_whole(e);
     }
   }
-  res.warnings = std::move(a.tx_.warnings);
   if (!a.tx_.errors.empty()) {
     for (const auto& e : a.tx_.errors) res.errors.push_back(make_error(e, file_name, text));
     res.error = res.errors.front();

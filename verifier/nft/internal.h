@@ -149,7 +149,6 @@ struct ParsedRule {
   /// text; references), made once by the parser and shared by the state's rule (k_rule): a
   /// command's rule is only read when it is applied, so that one parse can serve two scripts.
   std::shared_ptr<const RuleBody> body;
-  std::string why_not;  ///< why the text is not canonicalized
   struct Ref {
     std::string name;
     Loc loc;
@@ -170,15 +169,23 @@ struct ParsedRule {
     Ref::Kind kind;
   };
   std::vector<TypedRef> typed_refs;
-  /// A nat statement with a port and no transport protocol known before it (`ip daddr X dnat
-  /// to Y:80`): nft's evaluation refuses the rule ("transport protocol mapping is only valid
-  /// after transport protocol match") at the port, marking the statement's keyword with '~',
-  /// once the references before it (refs_before of ref_locs) are evaluated.
-  struct TransportError {
-    Loc port, keyword;
+  /// What nft's evaluation says of a statement of the rule, in the statements' order (nft
+  /// stops at the first): reported once the references before it (refs_before of ref_locs) are
+  /// evaluated, at loc, with mark (a second range, '~') when given. Among them:
+  ///  * a nat statement with a port and no transport protocol known before it (`ip daddr X
+  ///    dnat to Y:80`): "transport protocol mapping is only valid after transport protocol
+  ///    match" at the port, the statement's keyword marked;
+  ///  * a statement after a terminal one (a verdict other than continue, reject, dnat, snat,
+  ///    masquerade): "Statement after terminal statement has no effect", the terminal marked;
+  ///  * a word nft reads as its `string` token where a statement starts, compared with a value
+  ///    (`foo bar`, `frobnicate 7`): "No symbol type information" at the word.
+  struct StmtError {
+    Loc loc, mark;
+    std::string message;
     size_t refs_before = 0;
+    bool command_only = false;  ///< not said of a listing (the kernel's state as nft lists it)
   };
-  std::optional<TransportError> transport_error;
+  std::vector<StmtError> stmt_errors;
 };
 
 enum class Verb { Add, Create, Insert, Replace, Delete, Flush, Destroy };
@@ -305,8 +312,12 @@ std::vector<Command> parse_script_split(std::string_view text, size_t split_min)
 /// or another token in some places.
 void refuse_unplain_name(const Token& t);
 
-/// Parses a rule's statements (the n tokens of one rule, from toks) for the given family.
-ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, Family family);
+/// Parses a rule's statements (the n tokens of one rule, from toks, then the token that ends
+/// the rule: a newline, ';', '}' or the end) for the given family. What nft's parser refuses is
+/// thrown (ParseFailure, nft's words), what nft's evaluation refuses is noted
+/// (ParsedRule::stmt_errors), and what kpc does not read is thrown as the model's refusal:
+/// a rule is never kept unread.
+ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, const Token& term, Family family);
 
 /// Canonical value of a key/value field of the given datatype; false if kpc does not
 /// model the text for that type. sort bytes appended to *bytes (the kernel's register layout).

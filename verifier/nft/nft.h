@@ -12,10 +12,10 @@
 //    you mean ...", index/handle look-ups) and then the kernel's batch (every failing
 //    message reported, "Could not process rule: <strerror>", at the location nft maps the
 //    kernel's bad attribute to), and nothing changes unless every command succeeds.
-//  * Rules are parsed into statements (statement.h). kube-proxy's vocabulary is printed
-//    exactly as nft lists it; any other rule text is kept verbatim and reported (never
-//    guessed). What kpc cannot model exactly (loops in the jump graph, datatype mismatches,
-//    typeof sets, ...) is refused with a "not modelled" error.
+//  * Rules are parsed into statements (statement.cpp). kube-proxy's vocabulary is printed
+//    exactly as nft lists it; a statement nft refuses is refused with nft's words, and one kpc
+//    does not read is never applied: it is refused with a "not modelled" error, as is what kpc
+//    cannot model exactly (loops in the jump graph, datatype mismatches, typeof sets, ...).
 //  * print_ruleset() prints `nft list ruleset` (optionally with `-a` handles),
 //    print_knftables_dump() prints knftables' Fake.Dump() of one table.
 #pragma once
@@ -60,10 +60,6 @@ struct ApplyResult {
   std::optional<NftError> error;  ///< the first error (as nft prints it first)
   std::vector<NftError> errors;   ///< every error nft prints (nft reports all the batch's errors)
   size_t operations = 0;          ///< commands in the script (each netlink message of a block counts)
-  /// Rules kept verbatim: their text is outside the vocabulary kpc prints canonically
-  /// ("file:line: rule not canonicalized: ..."). The state is still exact, but `nft list`
-  /// may print these rules differently.
-  std::vector<std::string> warnings;
   /// Rules a `flush chain` would have removed and the script added again unchanged, which
   /// the model kept instead (apply.cpp, "rules kept through a flush"); for a failed apply,
   /// those it kept before the batch was undone.
@@ -129,7 +125,6 @@ struct RuleBody {
   std::string text;       ///< as written (knftables' Dump prints this), without the comment
   std::optional<std::string> comment;
   std::string canonical;  ///< as `nft list` prints it (comment included)
-  bool canonicalized = true;
   RuleRefs refs;
 };
 
@@ -140,7 +135,6 @@ struct Rule {
   const std::string& text() const { return body->text; }
   const std::optional<std::string>& comment() const { return body->comment; }
   const std::string& canonical() const { return body->canonical; }
-  bool canonicalized() const { return body->canonicalized; }
   const RuleRefs& refs() const { return body->refs; }
 };
 
@@ -332,6 +326,13 @@ int misspell_distance(std::string_view a, std::string_view b);
 /// The model refuses such names ("not modelled"): nft refuses them in some places.
 bool is_keyword_name(std::string_view name);
 std::vector<std::string_view> keyword_names();  ///< the list, sorted
+/// Is w one of the words nft 1.0.6's parser has a token for (keywords of any scanner state;
+/// keywords.cpp)? A word that is neither this nor a keyword name is nft's `string` token
+/// wherever it stands.
+bool is_parser_word(std::string_view w);
+std::vector<std::string_view> parser_words();  ///< the list, sorted
+/// Has word the shape of nft's `string` token (a letter, then letters, digits and / - _ .)?
+bool is_string_token(std::string_view word);
 /// An unquoted name the model takes: a letter, then letters, digits and / - _ . (nft's string
 /// token), and not a keyword name. The model refuses any other unquoted name ("not modelled").
 bool is_plain_name(std::string_view name);

@@ -251,6 +251,8 @@ class Parser {
       // (built in place, not moved in: a command is 360 bytes)
       command(out.emplace_back());
       const Token& n = peek();
+      if (n.kind == Tok::RBrace)  // (an unbalanced block, or a rule's: nft's words)
+        fail(n.loc, "syntax error, unexpected '}', expecting end of file or newline or semicolon", false);
       if (n.kind != Tok::Newline && n.kind != Tok::Semi && n.kind != Tok::End)
         fail(n.loc, "syntax error, unexpected " + describe(n));
     }
@@ -294,11 +296,17 @@ class Parser {
     first_chunk_ = keep;
   }
   const Token& peek(size_t k = 0) { return tok(p_ + k); }
-  // The rule of tokens [b, e) (absolute indexes) of a command on `line`.
+  // The rule of tokens [b, e) (absolute indexes) of a command on `line`; the token after it (a
+  // listing's "# handle N" aside) is what nft's parser meets after the rule.
   ParsedRule rule_at(size_t b, size_t e, Family f, int line) {
     rule_toks_.clear();
-    for (size_t i = b; i < e; ++i) rule_toks_.push_back(tok(i));
-    ParsedRule r = parse_rule(src_, rule_toks_.data(), rule_toks_.size(), f);
+    // (a line break inside the rule's braces is a space to nft)
+    for (size_t i = b; i < e; ++i)
+      if (tok(i).kind != Tok::Newline) rule_toks_.push_back(tok(i));
+    size_t t = e;
+    while (tok(t).kind == Tok::Handle) ++t;
+    const Token term = tok(t);
+    ParsedRule r = parse_rule(src_, rule_toks_.data(), rule_toks_.size(), term, f);
     r.line = line;
     return r;
   }
@@ -317,6 +325,23 @@ class Parser {
   const Token& expect(Tok k, const char* what) {
     if (peek().kind != k) fail(peek().loc, std::string("syntax error, unexpected ") + describe(peek()) + ", expecting " + what);
     return next();
+  }
+  // The '}' that closes a block. The file ending where a line or an item could start instead
+  // is nft's "syntax error, unexpected end of file" (a listing cut short).
+  void close_block() {
+    if (peek().kind == Tok::End && p_ > 0) {
+      const Tok before = tok(p_ - 1).kind;
+      if (before == Tok::Newline || before == Tok::Semi || before == Tok::LBrace)
+        fail(peek().loc, "syntax error, unexpected end of file", false);
+    }
+    expect(Tok::RBrace, "'}'");
+  }
+  // After a rule or a block inside a block, nft's parser wants the line to end.
+  void end_of_item() {
+    const Token& n = peek();
+    if (n.kind == Tok::End) fail(n.loc, "syntax error, unexpected end of file, expecting newline or semicolon", false);
+    if (n.kind == Tok::RBrace) fail(n.loc, "syntax error, unexpected '}', expecting newline or semicolon", false);
+    if (n.kind != Tok::Newline && n.kind != Tok::Semi) fail(n.loc, "syntax error, unexpected " + describe(n) + ", expecting newline or semicolon");
   }
   std::string word(const char* what, Loc* loc = nullptr) {
     const Token& t = peek();
@@ -366,6 +391,7 @@ class Parser {
   void command(Command& c) {
     const Token& first = peek();
     Loc start = first.loc;
+    if (first.kind == Tok::RBrace) fail(start, "syntax error, unexpected '}'", false);  // an unbalanced block
     std::string verb = word("command");
     if (verb == "table" || verb == "chain" || verb == "set" || verb == "map" || verb == "flowtable") {
       // nft reads a bare object as "add" (the form `nft list` prints).
@@ -422,7 +448,7 @@ class Parser {
           if (c.verb != Verb::Add && c.verb != Verb::Create) fail(peek().loc, "syntax error, unexpected '{'", true);
           next();
           chain_body(c, /*rules_allowed=*/false);
-          expect(Tok::RBrace, "'}'");
+          close_block();
           c.chain_props = true;
         }
         break;
@@ -440,7 +466,8 @@ class Parser {
           c.set.mut().is_map = c.obj == Obj::Map;
           expect(Tok::LBrace, "'{'");
           set_body(c.set.mut());
-          expect(Tok::RBrace, "'}'");
+          close_block();
+          check_set();
         }
         break;
       case Obj::Element:
@@ -459,7 +486,7 @@ class Parser {
         if (peek().kind == Tok::LBrace) {
           next();
           flowtable_body(c.flowtable.mut());
-          expect(Tok::RBrace, "'}'");
+          close_block();
         }
         break;
       case Obj::Rule: {
@@ -522,6 +549,7 @@ class Parser {
       skip_separators();
       release();
       if (peek().kind == Tok::RBrace) break;
+      if (peek().kind == Tok::End) close_block();  // (throws: the file ends in the block)
       Loc il = peek().loc;
       std::string item = word("table item");
       if (item == "comment") {
@@ -547,7 +575,8 @@ class Parser {
         expect(Tok::LBrace, "'{'");
         if (auto h = handle_comment()) ch.listed_handle = *h;
         std::vector<Command> crules = chain_body(ch, /*rules_allowed=*/true);
-        expect(Tok::RBrace, "'}'");
+        close_block();
+        end_of_item();
         ch.chain_props = true;
         ch.loc = span(il, tok(p_ - 1).loc);
         chains.push_back(std::move(ch));
@@ -565,7 +594,9 @@ class Parser {
         expect(Tok::LBrace, "'{'");
         if (auto h = handle_comment()) st.set.mut().handle = *h;
         set_body(st.set.mut());
-        expect(Tok::RBrace, "'}'");
+        close_block();
+        check_set();
+        end_of_item();
         st.loc = span(il, tok(p_ - 1).loc);
         sets.push_back(std::move(st));
       } else if (item == "flowtable") {
@@ -580,14 +611,15 @@ class Parser {
         expect(Tok::LBrace, "'{'");
         if (auto h = handle_comment()) ft.flowtable.mut().handle = *h;
         flowtable_body(ft.flowtable.mut());
-        expect(Tok::RBrace, "'}'");
+        close_block();
+        end_of_item();
         ft.loc = span(il, tok(p_ - 1).loc);
         fts.push_back(std::move(ft));
       } else {
         fail(il, "table item '" + item + "' is not modelled by kpc");
       }
     }
-    expect(Tok::RBrace, "'}'");
+    close_block();
     c.table_block = true;
     for (auto& x : chains) c.block.push_back(std::move(x));
     for (auto& x : sets) c.block.push_back(std::move(x));
@@ -680,11 +712,19 @@ class Parser {
       r.loc = span(tok(b).loc, tok(e - 1).loc);
       if (handle) r.listed_handle = *handle;
       rules.push_back(std::move(r));
+      end_of_item();
     }
     return rules;
   }
 
+  // What nft's evaluation says of a set's definition, said once the set's block is read (a
+  // block cut short is the parser's error first).
+  std::optional<ParseFailure> set_error_;
+  void check_set() {
+    if (set_error_) throw *set_error_;
+  }
   void set_body(SetSpec& s) {
+    set_error_.reset();
     while (true) {
       skip_separators();
       if (peek().kind == Tok::RBrace || peek().kind == Tok::End) break;
@@ -701,7 +741,8 @@ class Parser {
           s.data_name = word("type");
           if (is_word(".")) fail(peek().loc, "concatenated map data is not modelled by kpc");
         }
-        if (s.is_map && s.data_name.empty()) fail(il, "map definition does not specify mapping data type", false);
+        if (s.is_map && s.data_name.empty() && !set_error_)
+          set_error_ = ParseFailure{il, "map definition does not specify mapping data type", false};
         if (!s.is_map && !s.data_name.empty()) fail(il, "a set with a data type is not modelled by kpc");
       } else if (item == "typeof") {
         fail(il, "typeof sets are not modelled by kpc");
@@ -750,7 +791,8 @@ class Parser {
         fail(il, "set property '" + item + "' is not modelled by kpc");
       }
     }
-    if (s.key_names.empty()) fail(peek().loc, std::string(s.is_map ? "map" : "set") + " definition does not specify key", false);
+    if (s.key_names.empty() && !set_error_)
+      set_error_ = ParseFailure{peek().loc, std::string(s.is_map ? "map" : "set") + " definition does not specify key", false};
   }
 
   // After '{': elements up to and including '}'.
@@ -762,6 +804,11 @@ class Parser {
         next();
         break;
       }
+      // (nft's words for a list cut short at a line break, after a first element or not; in a
+      // line, a word cut short may be another token to nft)
+      if (peek().kind == Tok::End)
+        fail(peek().loc, out.empty() ? "syntax error, unexpected end of file" : "syntax error, unexpected end of file, expecting comma or '}'",
+             tok(p_ - 1).kind != Tok::Newline);
       ElemSpec e;
       Loc kb = peek().loc, ke = kb;
       e.key.push_back(word("element key", &ke));
@@ -807,7 +854,8 @@ class Parser {
         next();
         break;
       }
-      fail(peek().loc, "syntax error, unexpected " + describe(peek()) + ", expecting comma or '}'", true);
+      fail(peek().loc, "syntax error, unexpected " + describe(peek()) + ", expecting comma or '}'",
+           peek().kind != Tok::End || tok(p_ - 1).kind != Tok::Newline);
     }
     return out;
   }

@@ -1,5 +1,7 @@
 // Rule statements and values: kube-proxy's vocabulary parsed and printed as nft 1.0.6's
-// `nft list` prints it; anything else is kept verbatim (and said so).
+// `nft list` prints it. Anything else is refused, never kept unread: with nft's own words where
+// nft refuses it too and kpc can tell (its parser's and its evaluation's messages, each taken
+// from nft 1.0.6), else as not modelled by kpc.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -165,8 +167,8 @@ const char* kFibTypes[] = {"unspec", "unicast", "local", "broadcast", "anycast",
 
 class RuleParser {
  public:
-  RuleParser(std::string_view src, const Token* t, size_t b, size_t e, Family f)
-      : src_(src), t_(t), p_(b), end_(e), fam_(f) {}
+  RuleParser(std::string_view src, const Token* t, size_t b, size_t e, const Token& term, Family f)
+      : src_(src), t_(t), p_(b), end_(e), full_end_(e), term_(term), fam_(f) {}
 
   ParsedRule parse() {
     ParsedRule r;
@@ -180,58 +182,172 @@ class RuleParser {
     }
     if (stmt_end > p_) said.text = std::string(src_.substr(t_[p_].off, t_[stmt_end - 1].end - t_[p_].off));
     end_ = stmt_end;
-    size_t start = p_;
     try {
-      bool terminal = false;
       std::string out;  // the statements' texts, one space apart
       out.reserve(said.text.size() + 16);
       size_t statements = 0;
       while (p_ < end_) {
-        if (terminal) bad("a statement after a terminal statement");
         if (statements++) out += ' ';
-        out += statement(&terminal);
+        out += next_statement();
       }
-      if (!statements) bad("an empty rule");
+      if (!statements) bad("a rule of a comment only");
       // (moved: the parser is not read again)
       said.canonical = std::move(out);
-      said.refs = std::move(refs_);
-      r.ref_locs = std::move(ref_locs_);
-      r.anon_sets = std::move(anon_);
-      r.transport_error = transport_error_;
     } catch (const Bad& b) {
-      // Not kube-proxy's vocabulary: keep the text, find references as knftables' fake does.
-      said.canonicalized = false;
-      r.why_not = b.why;
-      said.canonical = said.text;
-      said.refs = RuleRefs{};
-      r.ref_locs.clear();
-      r.anon_sets.clear();
-      for (size_t i = start; i < end_; ++i) {
-        const Token& tk = t_[i];
-        if (tk.kind == Tok::SetRef) {
-          bool map = i > start && t_[i - 1].kind == Tok::Word && (t_[i - 1].text == "vmap" || t_[i - 1].text == "map");
-          said.refs.sets.push_back(std::string(tk.text));
-          r.ref_locs.push_back({std::string(tk.text), tk.loc, map ? ParsedRule::Ref::Map : ParsedRule::Ref::Set});
-        } else if (tk.kind == Tok::Word && (tk.text == "jump" || tk.text == "goto") && i + 1 < end_ &&
-                   t_[i + 1].kind == Tok::Word) {
-          said.refs.chains.push_back(std::string(t_[i + 1].text));
-          r.ref_locs.push_back({std::string(t_[i + 1].text), t_[i + 1].loc, ParsedRule::Ref::Chain});
-        }
-      }
+      // A statement kpc does not read is never kept: nft may refuse it or do with it what kpc
+      // cannot tell (knftables' fake took any text; so did kpc before).
+      const size_t from = std::min(stmt_start_, full_end_ - 1);
+      const size_t to = std::max(from + 1, std::min(end_, full_end_));
+      const Token &a = t_[from], &z = t_[to - 1];
+      throw ParseFailure{span(a.loc, z.loc), std::string(src_.substr(a.off, z.end - a.off)) + " (" + b.why + ")", true};
     }
+    said.refs = std::move(refs_);
+    r.ref_locs = std::move(ref_locs_);
+    r.anon_sets = std::move(anon_);
+    r.stmt_errors = std::move(errors_);
     if (said.comment) said.canonical += " comment " + quote(*said.comment);
     r.body = std::make_shared<const RuleBody>(std::move(said));
     return r;
   }
 
  private:
+  // One statement; a statement after one nft takes as terminal is nft's evaluation error, the
+  // terminal marked (checked before the statement is evaluated: it comes before the
+  // statement's own errors).
+  std::string next_statement() {
+    stmt_start_ = p_;
+    const size_t refs_at = ref_locs_.size(), errors_at = errors_.size();
+    if (ended_) bad("a statement after a verdict map or continue");
+    const std::optional<Loc> terminal = terminal_;
+    std::string s = statement();
+    if (terminal) {
+      ParsedRule::StmtError e;
+      e.loc = stmt_loc(stmt_start_);
+      e.mark = *terminal;
+      e.message = "Statement after terminal statement has no effect";
+      e.refs_before = refs_at;
+      errors_.insert(errors_.begin() + static_cast<long>(errors_at), std::move(e));
+    }
+    return s;
+  }
+  // Where nft locates the statement of tokens [b, p_): the keyword of counter, nat and reject
+  // statements, the whole statement otherwise.
+  Loc stmt_loc(size_t b) const {
+    const Token& k = t_[b];
+    if (k.kind == Tok::Word && (k.text == "counter" || k.text == "dnat" || k.text == "snat" ||
+                                k.text == "masquerade" || k.text == "reject"))
+      return k.loc;
+    return span(k.loc, t_[p_ - 1].loc);
+  }
+  static Loc span(const Loc& a, const Loc& b) {
+    return Loc{a.line, a.col_begin, b.line == a.line ? b.col_end : a.col_end};
+  }
+  [[noreturn]] static void syntax_error(const Loc& at, std::string what) {
+    throw ParseFailure{at, "syntax error, unexpected " + what, false};
+  }
+
+  // A statement that starts with a word kpc does not read there: what nft says of it, where
+  // kpc can tell, else the model's refusal.
+  std::string unread_statement() {
+    const Token& t = peek();
+    if (t.kind == Tok::Word && is_string_token(t.text) && !is_keyword_name(t.text)) return symbol_statement();
+    if (t.kind == Tok::Word) field_error();
+    bad("a statement kpc does not read");
+  }
+
+  // A word outside nft's keywords where a statement starts is nft's `string` token: a symbol
+  // nft's parser takes as the left side of a comparison (`foo bar`). Its evaluation then has
+  // no type for it: "No symbol type information" at the word. Without a right side it is the
+  // parser's error at what comes instead (a newline, ';', the end of the file, '}', or a
+  // keyword that cannot be one).
+  std::string symbol_statement() {
+    const Token& w = next();
+    if (at_end()) {
+      if (end_ < full_end_) syntax_error(t_[end_].loc, "comment");  // (the comment parse() took off)
+      switch (term_.kind) {
+        case Tok::Newline: syntax_error(term_.loc, "newline");
+        case Tok::Semi: syntax_error(term_.loc, "semicolon");
+        case Tok::End: syntax_error(term_.loc, "end of file");
+        case Tok::RBrace: syntax_error(term_.loc, "'}'");
+        default: bad("a word nft does not know");
+      }
+    }
+    const Token& n = peek();
+    if (n.kind == Tok::Word && is_keyword_name(n.text) && !keyword_value(n.text)) syntax_error(n.loc, std::string(n.text));
+    if (is("==") || is("!=")) ++p_;
+    if (at_end() || !symbol_value(peek())) bad("a word nft does not know, compared with what kpc does not read");
+    ++p_;
+    errors_.push_back({w.loc, {}, "No symbol type information", ref_locs_.size(), false});
+    return std::string(src_.substr(w.off, t_[p_ - 1].end - w.off));
+  }
+  // The keywords nft's parser takes after a symbol (a value, an operator, a map): others are
+  // its syntax error "unexpected KEYWORD" (each checked with nft 1.0.6).
+  static bool keyword_value(std::string_view k) {
+    static constexpr std::string_view kTaken[] = {
+        "ah", "and", "arp", "comp", "dccp", "dnat", "ecn", "eq", "esp", "ether", "exists", "ge", "gt",
+        "icmp", "icmpv6", "igmp", "ip", "ip6", "le", "ll", "lshift", "lt", "map", "missing", "ne", "nh",
+        "not", "or", "redirect", "reset", "rshift", "sctp", "snat", "tcp", "udp", "udplite", "vlan", "vmap", "xor"};
+    return std::find(std::begin(kTaken), std::end(kTaken), k) != std::end(kTaken);
+  }
+  // A right side nft reads as one value: a string, a number, an IPv4 address, another word
+  // outside its keywords.
+  static bool symbol_value(const Token& v) {
+    if (v.kind == Tok::String) return true;
+    if (v.kind != Tok::Word) return false;
+    if (std::all_of(v.text.begin(), v.text.end(), [](char c) { return c >= '0' && c <= '9'; })) return true;
+    unsigned char a[4];
+    if (ipv4(v.text, a)) return true;
+    return is_string_token(v.text) && !is_keyword_name(v.text);
+  }
+  // A protocol (or meta, numgen) keyword followed by a word that is nft's `string` token where
+  // a field is expected: nft's parser error at the word (nft 1.0.6's words, per keyword).
+  // Returns when kpc cannot tell.
+  void field_error() {
+    const Token& k = peek();
+    const Token& f = peek(1);
+    if (f.kind != Tok::Word || !is_string_token(f.text) || is_keyword_name(f.text) || is_parser_word(f.text)) return;
+    struct Expecting {
+      std::string_view keyword, expecting;
+    };
+    static constexpr Expecting kFields[] = {
+        {"ip", ""}, {"ip6", ""}, {"tcp", ""}, {"sctp", ""}, {"ct", ""}, {"fib", ""}, {"vlan", ""}, {"arp", ""},
+        {"icmp", ""}, {"icmpv6", ""}, {"ah", ""}, {"rt", ""}, {"exthdr", ""},
+        {"udp", ", expecting length or checksum or sport or dport"},
+        {"udplite", ", expecting checksum or sport or dport or csumcov"},
+        {"th", ", expecting sport or dport"},
+        {"dccp", ", expecting type or sport or dport"},
+        {"ether", ", expecting saddr or daddr or type"},
+        {"esp", ", expecting seq or spi"},
+        {"comp", ", expecting nexthdr or flags or cpi"},
+        {"numgen", ", expecting random or inc"},
+    };
+    for (const auto& e : kFields)
+      if (k.text == e.keyword) syntax_error(f.loc, "string" + std::string(e.expecting));
+    if (k.text == "meta") {
+      // (nft looks a meta key up by name, and names the keys it knows)
+      static constexpr std::string_view kMetaKeys =
+          "length, protocol, priority, mark, iif, oif, iifname, oifname, iiftype, oiftype, skuid, skgid, "
+          "nftrace, rtclassid, secmark, nfproto, l4proto, ibrname, obrname, pkttype, cpu, iifgroup, "
+          "oifgroup, cgroup, random, ipsec, iifkind, oifkind, ibrpvid, ibrvproto, time, day, hour, sdif, "
+          "sdifname";
+      const std::string key = std::string(f.text);
+      if (f.text == "secpath" || (", " + std::string(kMetaKeys) + ",").find(", " + key + ",") != std::string::npos) return;
+      syntax_error(span(k.loc, f.loc), key + ", known keys are " + std::string(kMetaKeys));
+    }
+  }
+
+ private:
   std::string_view src_;
   const Token* t_;
-  size_t p_, end_;
+  size_t p_, end_, full_end_;  // (full_end_: with the comment)
+  const Token& term_;  // the token after the rule
   Family fam_;
+  size_t stmt_start_ = 0;
+  std::optional<Loc> terminal_;  // the first statement nft takes as terminal (a verdict, nat, reject)
+  bool ended_ = false;           // a statement kpc reads nothing after (continue, a verdict map): nft does
+  std::vector<ParsedRule::StmtError> errors_;
   RuleRefs refs_;
   std::vector<ParsedRule::Ref> ref_locs_;
-  std::optional<ParsedRule::TransportError> transport_error_;
   std::vector<ParsedRule::AnonSet> anon_;
 
   bool at_end() const { return p_ >= end_; }
@@ -251,7 +367,7 @@ class RuleParser {
   }
 
   // (a name nft reads as a keyword or another token -- `jump jump`, `goto .`, `@set` -- is
-  // refused, not kept verbatim: nft refuses some of them)
+  // refused as not modelled: nft refuses some of them)
   void add_chain_ref(const Token& t) {
     refuse_unplain_name(t);
     refs_.chains.push_back(std::string(t.text));
@@ -491,18 +607,20 @@ class RuleParser {
     return std::equal(end.begin(), end.end(), b.begin());
   }
 
-  std::string verdict_word(bool* terminal) {
+  std::string verdict_word() {
     const Token& t = next();
     if (t.kind != Tok::Word) bad("a verdict");
     if (t.text == "accept" || t.text == "drop" || t.text == "return" || t.text == "continue") {
-      *terminal = true;
+      // (continue is not terminal to nft: what follows it is evaluated; kpc reads nothing there)
+      if (t.text == "continue") ended_ = true;
+      else if (!terminal_) terminal_ = t.loc;
       return std::string(t.text);
     }
     if (t.text == "jump" || t.text == "goto") {
       const Token& c = next();
       if (c.kind != Tok::Word) bad("a chain name");
       add_chain_ref(c);
-      *terminal = true;
+      if (!terminal_) terminal_ = span(t.loc, c.loc);
       std::string out;
       out.reserve(t.text.size() + 1 + c.text.size());
       out += t.text;
@@ -656,6 +774,7 @@ class RuleParser {
         port_at = colon + 1;
       }
     }
+    if (port_at && port.empty()) bad("a nat address with ':' and no port");
     std::string canon, bytes;
     if (!canonical_value(fam_ == Family::Ip6 ? Dtype::Ipv6Addr : Dtype::Ipv4Addr, addr, &canon, &bytes))
       bad("a nat address");
@@ -666,34 +785,36 @@ class RuleParser {
       if (!canonical_value(Dtype::InetService, port, &pc, &pb)) bad("a nat port");
       out += ":" + pc;
       if (transport_ == Transport::Unsure) bad("a nat port after a transport match kpc does not model");
-      if (transport_ == Transport::Absent && !transport_error_) {
+      if (transport_ == Transport::Absent) {
         const int b = t.loc.col_begin + static_cast<int>(port_at);
-        transport_error_ = ParsedRule::TransportError{Loc{t.loc.line, b, b + static_cast<int>(port.size()) - 1},
-                                                      keyword, ref_locs_.size()};
+        // (a listing is the kernel's state, whatever nft would say of the rule as a command)
+        errors_.push_back({Loc{t.loc.line, b, b + static_cast<int>(port.size()) - 1}, keyword,
+                           "transport protocol mapping is only valid after transport protocol match",
+                           ref_locs_.size(), true});
       }
     }
     return std::string(kind) + " to " + out;
   }
 
-  std::string statement(bool* terminal) {
+  std::string statement() {
     const Token& t = peek();
     if (t.kind != Tok::Word) bad("an unexpected token");
     const std::string w = std::string(t.text);
     if (w == "accept" || w == "drop" || w == "return" || w == "continue" || w == "jump" || w == "goto")
-      return verdict_word(terminal);
+      return verdict_word();
+    // nat statements and reject end the rule in nft ("Statement after terminal statement has no
+    // effect" for anything after them, their keyword marked), as verdicts do.
     if (w == "reject") {
       ++p_;
       if (is("with")) bad("reject with");
       refs_.reject = true;
-      *terminal = true;
+      if (!terminal_) terminal_ = t.loc;
       return "reject";
     }
-    // nat statements and reject end the rule in nft ("Statement after terminal statement has no
-    // effect" for anything after them), as verdicts do.
     if (w == "masquerade") {
       ++p_;
       refs_.masquerade = true;
-      *terminal = true;
+      if (!terminal_) terminal_ = t.loc;
       if (is("fully-random") || is("random") || is("persistent")) {
         std::string f = word();
         if (peek().kind == Tok::Comma) bad("several masquerade flags");
@@ -703,10 +824,12 @@ class RuleParser {
       return "masquerade";
     }
     if (w == "dnat" || w == "snat") {
+      const Loc keyword = t.loc;
       ++p_;
       (w == "dnat" ? refs_.dnat : refs_.snat) = true;
-      *terminal = true;
-      return nat_target(w);
+      std::string out = nat_target(w);
+      if (!terminal_) terminal_ = keyword;
+      return out;
     }
     if (w == "counter") {
       ++p_;
@@ -757,7 +880,7 @@ class RuleParser {
     }
     // a match (or a vmap)
     Lhs l;
-    if (!lhs(&l)) bad("a statement kpc does not model ('" + w + "')");
+    if (!lhs(&l)) return unread_statement();
     if (is("vmap")) {
       ++p_;
       if (l.binop || l.fib || l.ctstate) bad("a vmap kpc does not model");
@@ -765,13 +888,13 @@ class RuleParser {
         const Token& s = next();
         add_set_ref(s, ParsedRule::Ref::Map);
         vmap_types_.push_back({std::string(s.text), l.types});
-        *terminal = true;
+        ended_ = true;
         return l.text + " vmap @" + std::string(s.text);
       }
       if (peek().kind == Tok::LBrace) {
         Loc open = peek().loc;
         ++p_;
-        *terminal = true;
+        ended_ = true;
         return inline_vmap(l, open);
       }
       bad("a vmap");
@@ -849,14 +972,12 @@ class RuleParser {
 
 }  // namespace
 
-ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, Family family) {
-  RuleParser p(src, toks, 0, n, family);
+ParsedRule parse_rule(std::string_view src, const Token* toks, size_t n, const Token& term, Family family) {
+  RuleParser p(src, toks, 0, n, term, family);
   ParsedRule r = p.parse();
-  if (r.body->canonicalized) {
-    for (auto& [name, types] : p.vmap_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Map});
-    for (auto& [name, types] : p.lookup_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Set});
-    for (auto& [name, types] : p.dyn_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Dynset});
-  }
+  for (auto& [name, types] : p.vmap_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Map});
+  for (auto& [name, types] : p.lookup_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Set});
+  for (auto& [name, types] : p.dyn_types_) r.typed_refs.push_back({std::move(name), std::move(types), ParsedRule::Ref::Dynset});
   return r;
 }
 

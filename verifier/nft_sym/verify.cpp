@@ -223,27 +223,11 @@ bool read_nft_state(std::string_view text, std::string_view file_name, nft::NftS
 namespace {
 
 // The verdict from the two applications (a: prior + partial, b: prior + full) and, when
-// both apply, the two listings (computed by listings(), possibly side by side).
-template <class Listings>
-NftVerifyResult conclude_applied(nft::NftState& a, nft::NftState& b, const nft::ApplyResult& ra,
-                                 const nft::ApplyResult& rb, const NftVerifyOptions& vo, Listings listings);
-
-// The verdict, at most "cannot prove" when the partial or the full has a rule kpc keeps verbatim
-// (the model takes any rule text, as knftables' fake does; nft may refuse it: `foo bar`, a value
-// nft does not parse). A failure to apply stands: nft refuses the file either way.
+// both apply, the two listings (computed by listings(), possibly side by side). (The model
+// keeps no rule it does not read: a transaction applies only when kpc knows what it says.)
 template <class Listings>
 NftVerifyResult conclude(nft::NftState& a, nft::NftState& b, const nft::ApplyResult& ra, const nft::ApplyResult& rb,
                          const NftVerifyOptions& vo, Listings listings) {
-  NftVerifyResult r = conclude_applied(a, b, ra, rb, vo, listings);
-  if (r.verdict == Verdict::FailsToApply) return r;
-  for (const auto* res : {&ra, &rb}) r.unmodelled_rules.insert(r.unmodelled_rules.end(), res->warnings.begin(), res->warnings.end());
-  if (!r.unmodelled_rules.empty()) r.verdict = Verdict::CannotProve;
-  return r;
-}
-
-template <class Listings>
-NftVerifyResult conclude_applied(nft::NftState& a, nft::NftState& b, const nft::ApplyResult& ra,
-                                 const nft::ApplyResult& rb, const NftVerifyOptions& vo, Listings listings) {
   NftVerifyResult r;
   if (!rb.ok) {
     r.verdict = Verdict::FailsToApply;
@@ -432,7 +416,8 @@ std::string format_text(const NftVerifyResult& r, bool verbose) {
   std::string out = std::string("verdict: ") + verdict_name(r.verdict) + "\n";
   if (r.failure)
     out += "the " + r.failing_program + " transaction fails at line " + std::to_string(r.failure->line) + ": " +
-           r.failure->message + "\n  nft would say:\n" + r.failure->render();
+           r.failure->message + (r.failure->not_modelled ? "\n  kpc cannot say what nft does:\n" : "\n  nft would say:\n") +
+           r.failure->render();
   for (const auto& d : r.differences) {
     out += "  " + d.table + " " + d.object + ": " + d.kind +
            (d.reachable ? " (reachable: may change packets)" : " (unreachable: no packet can see it)");
@@ -444,10 +429,6 @@ std::string format_text(const NftVerifyResult& r, bool verbose) {
     out += "\n";
   }
   if (r.behaviour) out += sem::verify_behaviour_text(*r.behaviour, verbose);
-  if (!r.unmodelled_rules.empty()) {
-    out += "  not proved: kpc keeps these rules verbatim and cannot tell whether nft takes them:\n";
-    for (const auto& w : r.unmodelled_rules) out += "    " + w + "\n";
-  }
   return out;
 }
 
@@ -471,11 +452,6 @@ std::string format_markdown(const NftVerifyResult& r) {
     ro.before_name = "full";
     ro.after_name = "partial";
     out += sem::diff_markdown(*r.behaviour, ro);
-  }
-  if (!r.unmodelled_rules.empty()) {
-    out += "Not proved: kpc keeps these rules verbatim and cannot tell whether nft takes them:\n\n";
-    for (const auto& w : r.unmodelled_rules) out += "- `" + w + "`\n";
-    out += "\n";
   }
   return out;
 }
@@ -509,7 +485,6 @@ std::string format_json(const NftVerifyResult& r) {
     jb["self_check_failures"] = b.self_check_failures;
     j["packets"] = jb;
   }
-  if (!r.unmodelled_rules.empty()) j["unmodelled_rules"] = r.unmodelled_rules;
   return j.dump(2) + "\n";
 }
 

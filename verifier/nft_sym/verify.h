@@ -35,10 +35,6 @@ struct NftVerifyResult {
   std::string failing_program;  ///< "partial" or "full"
   std::vector<ObjectDifference> differences;
   std::optional<sem::CompareResult> behaviour;  ///< before = prior+full, after = prior+partial
-  /// Rules of the partial or the full that kpc keeps verbatim ("FILE:LINE: rule not
-  /// canonicalized (why): text"): kpc cannot tell whether nft takes them, so a transaction with
-  /// one proves nothing (the verdict is at most "cannot prove"; the comparison is still shown).
-  std::vector<std::string> unmodelled_rules;
 };
 
 struct NftVerifyOptions {

@@ -1,8 +1,8 @@
 // A rule of the nft model (verifier/nft) read into what the packet tracer evaluates:
 // matches, lookups, verdict maps and statements, in the rule's order.
 //
-// The input is the text `nft list` prints for the rule (Rule::canonical; a rule outside
-// kube-proxy's vocabulary is kept verbatim there, and read the same way). Reading stops at
+// The input is the text `nft list` prints for the rule (Rule::canonical; the model holds no
+// rule outside kube-proxy's vocabulary, but a listing read some other way may). Reading stops at
 // the first statement kpc does not know: that statement, and everything after it, becomes
 // one Unknown statement. Evaluation is left to right, so a rule whose earlier match is
 // false is still decided (sound: a false match ends the rule whatever follows).
