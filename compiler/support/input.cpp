@@ -111,6 +111,20 @@ bool InputFd::open(const std::string& path, uint64_t limit, InputFd* out, InputE
   if (in.stdin_) {
     in.fd_ = STDIN_FILENO;
   } else {
+    // A stream read before is replayed without opening it again: a FIFO's second open would
+    // wait for a writer that is gone. stat() does not block on a FIFO.
+    struct stat pre {};
+    if (::stat(path.c_str(), &pre) == 0 && !S_ISREG(pre.st_mode) && !S_ISDIR(pre.st_mode)) {
+      std::lock_guard<std::mutex> lock(g_streams_mu);
+      auto it = streams().find({static_cast<uint64_t>(pre.st_dev), static_cast<uint64_t>(pre.st_ino)});
+      if (it != streams().end()) {
+        in.replay_ = it->second;
+        in.stream_dev_ = static_cast<uint64_t>(pre.st_dev);
+        in.stream_ino_ = static_cast<uint64_t>(pre.st_ino);
+        *out = std::move(in);
+        return true;
+      }
+    }
     // O_NOCTTY: an input that is a terminal must not become our controlling terminal.
     do in.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
     while (in.fd_ < 0 && errno == EINTR);

@@ -163,6 +163,9 @@ def make_cases(kpc, root, tmp):
          1, "verify", None),
         ("diff nftables", ["diff", nft, os.path.join(root, "fixtures/nft-verify/prior.nft")] + J, 1, "diff", None),
         ("drift", ["drift", new, "--state", v4] + J, 1, "drift", None),
+        # An nftables node: its listing against a full sync (every family the node runs).
+        ("drift nftables", ["drift", ex, "--backend", "nftables", "--state", os.path.join(root, "fixtures/nft-verify/prior.nft")] + J,
+         1, "drift", None),
         ("trace", ["trace", v4, "--src", "10.244.1.50", "--dst", "10.96.10.10", "--dport", "80", "--from", "pod"] + J,
          0, "trace", None),
         ("trace snapshot", ["trace", ex, "--src", "203.0.113.7", "--dst", "192.168.0.10", "--dport", "30080"] + J,

@@ -141,7 +141,13 @@ int run_drift_nft(const NftDriftRequest& o) {
       tables.push_back(std::move(t));
     }
     doc["tables"] = std::move(tables);
-    doc["repair"] = repair;
+    size_t written = 0, deleted = 0;
+    for (const auto& fd : fams) {
+      const auto& st = fd.repair.stats;
+      written += st.chains_rewritten + st.chains_created + st.chains_recreated;
+      deleted += st.chains_deleted;
+    }
+    doc["repair"] = {{"chains_written", written}, {"chains_deleted", deleted}, {"jumps_restored", 0}, {"program", repair}};
     print_json(std::move(doc));
     return drift ? kExitDifferent : kExitOk;
   }
