@@ -79,6 +79,13 @@ std::map<StreamKey, std::shared_ptr<const std::string>>& streams() {
   return *m;
 }
 
+// What a stream read past the limit is kept as: later opens of it fail the same way (its bytes
+// were consumed, so reading it again would see only what was left).
+const std::shared_ptr<const std::string>& cut_stream() {
+  static const auto* cut = new std::shared_ptr<const std::string>(std::make_shared<const std::string>());
+  return *cut;
+}
+
 }  // namespace
 
 InputFd::~InputFd() {
@@ -150,7 +157,7 @@ bool InputFd::open(const std::string& path, uint64_t limit, InputFd* out, InputE
 }
 
 bool InputFd::replay_too_large(InputError* err) const {
-  if (replay_->size() <= limit_) return false;
+  if (replay_ != cut_stream() && replay_->size() <= limit_) return false;
   *err = too_large(name_, "", limit_);
   return true;
 }
@@ -162,12 +169,18 @@ bool InputFd::read_all(std::string* text, InputError* err) {
     *text = *replay_;
     return true;
   }
-  if (!read_fd(text, err)) return false;
+  if (!read_fd(text, err)) return keep_cut(*err), false;
   if (streamed()) {
     std::lock_guard<std::mutex> lock(g_streams_mu);
     streams().emplace(StreamKey{stream_dev_, stream_ino_}, std::make_shared<const std::string>(*text));
   }
   return true;
+}
+
+void InputFd::keep_cut(const InputError& err) const {
+  if (!streamed() || err.code != DiagCode::InputTooLarge) return;
+  std::lock_guard<std::mutex> lock(g_streams_mu);
+  streams().emplace(StreamKey{stream_dev_, stream_ino_}, cut_stream());
 }
 
 bool InputFd::read_shared(std::shared_ptr<const std::string>* text, InputError* err) {
@@ -177,7 +190,7 @@ bool InputFd::read_shared(std::shared_ptr<const std::string>* text, InputError* 
     return true;
   }
   auto owned = std::make_shared<std::string>();
-  if (!read_fd(owned.get(), err)) return false;
+  if (!read_fd(owned.get(), err)) return keep_cut(*err), false;
   *text = owned;
   if (streamed()) {
     std::lock_guard<std::mutex> lock(g_streams_mu);

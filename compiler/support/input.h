@@ -88,6 +88,7 @@ class InputFd {
   bool streamed() const { return !regular_ || stdin_; }
   bool read_fd(std::string* text, InputError* err);
   bool replay_too_large(InputError* err) const;
+  void keep_cut(const InputError& err) const;  ///< a stream read past the limit: later opens fail alike
   std::shared_ptr<const std::string> replay_;  ///< a stream read before (open found it)
   uint64_t stream_dev_ = 0, stream_ino_ = 0;   ///< a stream's identity (fstat), to keep it
   int fd_ = -1;

@@ -341,7 +341,7 @@ TEST(Reports, MaxClassesListsAtMostNAndCountsEveryClass) {
   // Across back ends every Service is reported: the option is refused.
   auto cross = run({bin_path("kpc"), "diff", "--max-classes", "3", source_path("fixtures/example/expected/iptables.restore"), a});
   EXPECT_EQ(cross.exit_code, 2);
-  EXPECT_NE(cross.err.find("--max-classes is for a diff within one back end"), std::string::npos) << cross.err;
+  EXPECT_NE(cross.err.find("--max-classes is for a diff within one mode"), std::string::npos) << cross.err;
 }
 
 }  // namespace

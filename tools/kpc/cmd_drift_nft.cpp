@@ -117,7 +117,7 @@ int run_drift_nft(const NftDriftRequest& o) {
   }
   verifier::sem::ReportOptions ro;
   ro.before_name = "node";
-  ro.after_name = "kube-proxy's";
+  ro.after_name = "full_sync";  // the JSON keys the iptables drift report uses
   std::string snapshot = o.inputs[0] + (o.inputs.size() > 1 ? " (+" + std::to_string(o.inputs.size() - 1) + ")" : "");
   if (!o.output.empty() && !write_output(o.output, repair)) return kExitError;
   if (o.format == "json") {

@@ -194,6 +194,22 @@ ServiceChange change_of(const std::string& svc, const std::vector<const Differen
     for (size_t i = 0; i < parts.size(); ++i) c.words += (i ? "; " : "") + parts[i];
     return c;
   }
+  // Session affinity: every class is a remembered client, the endpoints unchanged, and the
+  // client goes from its remembered endpoint to a fresh choice (its memory expired: a shorter
+  // timeout, or affinity off), or back. Named by the client's age, not as endpoints added.
+  bool remembered = eps_before == eps_after;
+  for (const auto* d : diffs)
+    if (!d->undecided && d->witness_text.find("client remembered") == std::string::npos) remembered = false;
+  auto kept = [](const std::vector<OutcomeShare>& v) { return v.size() == 1 && !v[0].dnat.empty(); };
+  if (remembered && kept(first->before) != kept(first->after)) {
+    std::string age;
+    size_t at = first->witness_text.find("last seen ");
+    if (at != std::string::npos) age = first->witness_text.substr(at + 10, first->witness_text.find(" ago", at) - at - 10);
+    c.words = std::string("session affinity: a client last seen ") + (age.empty() ? "earlier" : age + " ago") +
+              (kept(first->before) ? " is no longer kept on its endpoint (a shorter timeout, or affinity off)"
+                                   : " is now kept on its endpoint (a longer timeout, or affinity on)");
+    return c;
+  }
   // Endpoints added or removed: over every class of the Service, not the first one's (a class
   // that goes from a DROP to a DNAT names no endpoint that was added).
   auto b = dnats(first->before), a = dnats(first->after);
@@ -311,6 +327,7 @@ nlohmann::ordered_json diff_json_object(const CompareResult& r, const ReportOpti
   for (const auto& [svc, diffs] : by_service(r)) {
     nlohmann::ordered_json g;
     g["service"] = svc;
+    g["change"] = change_of(svc, diffs, o).words;
     g["differences"] = nlohmann::ordered_json::array();
     for (const Difference* d : diffs) g["differences"].push_back(difference_json(*d, o.before_name, o.after_name));
     j["services"].push_back(std::move(g));
