@@ -205,20 +205,9 @@ int dispatch(DiffOptions& o, CLI::App* cmd) {
       print_input_error(ie);
       return kExitError;
     }
-  ModeRequest mr;
-  mr.command = "kpc diff";
-  if (o.backend_given) {
-    mr.flag = o.backend == "nftables" ? BackendKind::NFTables : BackendKind::IPTables;
-    mr.flag_text = "--backend " + o.backend;
-  }
-  mr.inputs = ev;
-  mr.mixed_allowed = true;
   ModeDecision d;
-  std::string error;
-  if (!resolve_mode(mr, &d, &error)) {
-    print_error(error);
-    return kExitError;
-  }
+  std::string flavor = o.flavor;  // diff takes --flavor as given (its default is legacy)
+  if (!resolve_command_mode("kpc diff", o.backend, o.backend_given, &flavor, true, ev, true, &d)) return kExitError;
   // Each side's mode: its content's, else the decision's, else its snapshot's configuration.
   std::optional<BackendKind> side[2];
   for (int k = 0; k < 2; ++k) {

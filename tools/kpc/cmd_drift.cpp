@@ -56,21 +56,9 @@ std::optional<BackendKind> decide_mode(DriftCliOptions& o, bool flavor_given) {
                 ", not a node's state: give iptables-save output, or `nft list ruleset` for an nftables node");
     return std::nullopt;
   }
-  ModeRequest mr;
-  mr.command = "kpc drift";
-  if (o.backend_given) {
-    mr.flag = o.backend == "nftables" ? BackendKind::NFTables : BackendKind::IPTables;
-    mr.flag_text = "--backend " + o.backend;
-  }
-  if (flavor_given) mr.flavor_flag = o.flavor == "nft";
-  mr.inputs.push_back(ev);
   ModeDecision d;
-  std::string error;
-  if (!resolve_mode(mr, &d, &error)) {
-    print_error(error);
+  if (!resolve_command_mode("kpc drift", o.backend, o.backend_given, &o.flavor, flavor_given, {ev}, false, &d))
     return std::nullopt;
-  }
-  if (!flavor_given && d.iptables_nft_flavor) o.flavor = "nft";
   if (d.mode) return d.mode;
   auto mode = snapshot_mode(o.inputs[0], o.max_input_size, o.node).value_or(BackendKind::IPTables);
   if (mode == BackendKind::IPVS) {

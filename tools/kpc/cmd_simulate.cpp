@@ -120,13 +120,7 @@ int run_nftables(const SimulateOptions& o) {
 // state and the programs (an empty one takes the others' mode), else iptables. False with the
 // reason printed.
 bool decide_mode(SimulateOptions& o, bool backend_given, bool flavor_given) {
-  ModeRequest mr;
-  mr.command = "kpc simulate";
-  if (backend_given) {
-    mr.flag = o.backend == "nftables" ? BackendKind::NFTables : BackendKind::IPTables;
-    mr.flag_text = "--backend " + o.backend;
-  }
-  if (flavor_given) mr.flavor_flag = o.flavor == "nft";
+  std::vector<InputEvidence> inputs;
   std::vector<std::string> paths = o.programs;
   if (!o.state_file.empty()) paths.insert(paths.begin(), o.state_file);
   for (const auto& path : paths) {
@@ -142,17 +136,14 @@ bool decide_mode(SimulateOptions& o, bool backend_given, bool flavor_given) {
                   "\n  " + ev.where() + " is " + input_kind_phrase(ev.kind));
       return false;
     }
-    mr.inputs.push_back(std::move(ev));
+    inputs.push_back(std::move(ev));
   }
   ModeDecision d;
-  std::string error;
-  if (!resolve_mode(mr, &d, &error)) {
-    print_error(error);
+  if (!resolve_command_mode("kpc simulate", o.backend, backend_given, &o.flavor, flavor_given, std::move(inputs), false,
+                            &d))
     return false;
-  }
   if (d.mode == BackendKind::NFTables) o.backend = "nftables";
   else if (o.backend == "nftables") o.backend = "iptables";
-  if (!flavor_given && d.iptables_nft_flavor) o.flavor = "nft";
   return true;
 }
 

@@ -217,23 +217,9 @@ std::optional<BackendKind> decide_mode(TraceCliOptions& o) {
     print_input_error(ie);
     return std::nullopt;
   }
-  ModeRequest mr;
-  mr.command = "kpc trace";
-  if (o.backend_given) {
-    mr.flag = o.backend == "nftables" ? BackendKind::NFTables
-              : o.backend == "ipvs"   ? BackendKind::IPVS
-                                      : BackendKind::IPTables;
-    mr.flag_text = "--backend " + o.backend;
-  }
-  if (o.flavor_given) mr.flavor_flag = o.flavor == "nft";
-  mr.inputs.push_back(ev);
   ModeDecision d;
-  std::string error;
-  if (!resolve_mode(mr, &d, &error)) {
-    print_error(error);
+  if (!resolve_command_mode("kpc trace", o.backend, o.backend_given, &o.flavor, o.flavor_given, {ev}, false, &d))
     return std::nullopt;
-  }
-  if (!o.flavor_given && d.iptables_nft_flavor) o.flavor = "nft";
   if (d.mode) return d.mode;
   if (ev.kind == InputKind::Snapshot)
     return snapshot_mode(o.rules, o.max_input_size, o.node).value_or(BackendKind::IPTables);

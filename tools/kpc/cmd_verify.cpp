@@ -42,13 +42,7 @@ bool decide_mode(VerifyOptions& o, BackendKind* mode) {
     print_error(refusal("verify", o.backend, kSnapshotDir));
     return false;
   }
-  ModeRequest mr;
-  mr.command = "kpc verify";
-  if (o.backend_given) {
-    mr.flag = o.backend == "nftables" ? BackendKind::NFTables : BackendKind::IPTables;
-    mr.flag_text = "--backend " + o.backend;
-  }
-  if (o.flavor_given) mr.flavor_flag = o.flavor == "nft";
+  std::vector<InputEvidence> inputs;
   if (o.next.empty()) {
     for (const std::string* f : {&o.state, &o.partial, &o.full}) {
       if (f->empty()) continue;
@@ -64,16 +58,13 @@ bool decide_mode(VerifyOptions& o, BackendKind* mode) {
                     "nft transactions / listings; for snapshots use kpc verify NEW --prior OLD");
         return false;
       }
-      mr.inputs.push_back(std::move(ev));
+      inputs.push_back(std::move(ev));
     }
   }
   ModeDecision d;
-  std::string error;
-  if (!resolve_mode(mr, &d, &error)) {
-    print_error(error);
+  if (!resolve_command_mode("kpc verify", o.backend, o.backend_given, &o.flavor, o.flavor_given, std::move(inputs),
+                            false, &d))
     return false;
-  }
-  if (!o.flavor_given && d.iptables_nft_flavor) o.flavor = "nft";
   if (d.mode) {
     *mode = *d.mode;
     return true;

@@ -8,6 +8,7 @@
 
 #include "compiler/driver/backend.h"
 #include "compiler/driver/compile.h"
+#include "compiler/driver/input_kind.h"
 #include "compiler/iptables/lower.h"
 #include "compiler/model/objects.h"
 #include "compiler/support/input.h"
@@ -70,6 +71,14 @@ bool target_available(const Snapshot& snap, Target target, DiagSink& diags);
 /// (compiler/driver backend_for_mode): false, with E0702 reported, when it names a mode
 /// kpc cannot compile yet. With --backend given, that back end is used as asked.
 bool check_configured_mode(const Snapshot& snap, bool backend_given, Backend backend, DiagSink& diags);
+
+/// The one resolution of the mode (compiler/driver/input_kind.h) as every command calls it:
+/// --backend (when given) and --flavor (when given) as the flags, then the inputs' evidence.
+/// False with the error printed. Without --flavor, a flavour an iptables-save header names is
+/// taken into *flavor ("nft").
+bool resolve_command_mode(const std::string& command, const std::string& backend, bool backend_given,
+                          std::string* flavor, bool flavor_given, std::vector<InputEvidence> inputs,
+                          bool mixed_allowed, ModeDecision* out);
 
 /// Commands that read snapshots only (validate, compile, golden): true, with the capability
 /// matrix's refusal printed (E0704), when an input is a program or a node's state instead.

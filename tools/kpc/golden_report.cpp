@@ -17,6 +17,22 @@ namespace {
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+// The Service rows of a behavioural comparison (expected -> compiled), whatever the mode.
+void rows_from(FileResult& f, const verifier::sem::CompareResult& r) {
+  f.internal_error = !r.self_check_failures.empty();
+  if (r.equivalent()) {
+    f.summary_note = "no packet is treated differently: the programs differ in text only";
+    return;
+  }
+  verifier::sem::ReportOptions ro;
+  ro.before_name = "expected";
+  ro.after_name = "compiled";
+  for (const auto& c : verifier::sem::service_changes(r, ro))
+    f.services.push_back({c.service, c.words + " (" + std::to_string(c.classes) + (c.classes == 1 ? " class" : " classes") +
+                                         (c.undecided ? ", " + std::to_string(c.undecided) + " undecided" : "") + ")"});
+  if (r.sampled) f.summary_note = "a sample of the destinations was explored";
+}
+
 // By Service, from the behaviour of the two programs: `kpc diff`'s comparison and its summary in words.
 void explain_iptables(FileResult& f, std::string_view expected) {
   auto store = std::make_shared<verifier::RuleStore>();
@@ -38,19 +54,7 @@ void explain_iptables(FileResult& f, std::string_view expected) {
     }
   verifier::sem::CompareOptions co;
   co.local_addresses = f.local_addresses;
-  auto r = verifier::symbolic::compare_states(before, after, co);
-  f.internal_error = !r.self_check_failures.empty();
-  if (r.equivalent()) {
-    f.summary_note = "no packet is treated differently: the programs differ in text only";
-    return;
-  }
-  verifier::sem::ReportOptions ro;
-  ro.before_name = "expected";
-  ro.after_name = "compiled";
-  for (const auto& c : verifier::sem::service_changes(r, ro))
-    f.services.push_back({c.service, c.words + " (" + std::to_string(c.classes) + (c.classes == 1 ? " class" : " classes") +
-                                         (c.undecided ? ", " + std::to_string(c.undecided) + " undecided" : "") + ")"});
-  if (r.sampled) f.summary_note = "a sample of the destinations was explored";
+  rows_from(f, verifier::symbolic::compare_states(before, after, co));
 }
 
 // By Service, from the behaviour of two nftables programs: the nft model builds both states and
@@ -69,19 +73,7 @@ void explain_nft_behaviour(FileResult& f, std::string_view expected) {
   }
   verifier::sem::CompareOptions co;
   co.local_addresses = f.local_addresses;
-  auto r = verifier::nft_sym::compare_nft(before, after, co);
-  f.internal_error = !r.self_check_failures.empty();
-  if (r.equivalent()) {
-    f.summary_note = "no packet is treated differently: the programs differ in text only";
-    return;
-  }
-  verifier::sem::ReportOptions ro;
-  ro.before_name = "expected";
-  ro.after_name = "compiled";
-  for (const auto& c : verifier::sem::service_changes(r, ro))
-    f.services.push_back({c.service, c.words + " (" + std::to_string(c.classes) + (c.classes == 1 ? " class" : " classes") +
-                                         (c.undecided ? ", " + std::to_string(c.undecided) + " undecided" : "") + ")"});
-  if (r.sampled) f.summary_note = "a sample of the destinations was explored";
+  rows_from(f, verifier::nft_sym::compare_nft(before, after, co));
 }
 
 // By Service, from the objects the fast-path table names: it holds flowtable offload rules, not

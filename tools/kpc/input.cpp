@@ -69,6 +69,29 @@ CLI::Option* add_max_input_size_option(CLI::App* cmd, uint64_t& limit) {
   return flag;
 }
 
+bool resolve_command_mode(const std::string& command, const std::string& backend, bool backend_given,
+                          std::string* flavor, bool flavor_given, std::vector<InputEvidence> inputs,
+                          bool mixed_allowed, ModeDecision* out) {
+  ModeRequest mr;
+  mr.command = command;
+  if (backend_given) {
+    mr.flag = backend == "nftables" ? BackendKind::NFTables
+              : backend == "ipvs"   ? BackendKind::IPVS
+                                    : BackendKind::IPTables;
+    mr.flag_text = "--backend " + backend;
+  }
+  if (flavor_given) mr.flavor_flag = *flavor == "nft";
+  mr.inputs = std::move(inputs);
+  mr.mixed_allowed = mixed_allowed;
+  std::string error;
+  if (!resolve_mode(mr, out, &error)) {
+    print_error(error);
+    return false;
+  }
+  if (!flavor_given && out->iptables_nft_flavor) *flavor = "nft";
+  return true;
+}
+
 bool refuse_non_snapshots(const char* command, const std::vector<std::string>& inputs, uint64_t limit) {
   for (const auto& path : inputs) {
     InputEvidence ev;
