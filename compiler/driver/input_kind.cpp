@@ -159,22 +159,27 @@ bool classify_input(const std::string& path, uint64_t limit, InputEvidence* out,
 }
 
 std::optional<BackendKind> snapshot_mode(const std::string& path, uint64_t limit, const std::string& node) {
+  // Only the files that hold the KubeProxyConfiguration are parsed (the Services and slices of a
+  // large cluster are tens of megabytes): the mode is all this needs.
   DiagSink quiet;
+  std::vector<std::pair<std::string, std::string>> configs;
   bool names_other = false;
   for (const auto& file : expand_inputs({path}, quiet)) {
     std::string text;
     InputError err;
     if (!read_input(file, limit, &text, &err)) return std::nullopt;
+    if (text.find("KubeProxyConfiguration") == std::string::npos) continue;
     if (text.find("nftables") != std::string::npos || text.find("ipvs") != std::string::npos) names_other = true;
+    configs.emplace_back(file == "-" ? "<stdin>" : file, std::move(text));
   }
   if (quiet.error_count()) return std::nullopt;
-  if (!names_other) return BackendKind::IPTables;
+  if (!names_other) return BackendKind::IPTables;  // unset or iptables (kube-proxy's default on Linux)
   SourceManager sm;
   Snapshot snap;
   LoadOptions lo;
   lo.max_input_size = limit;
   lo.node_name = node;
-  if (!load_snapshot({path}, lo, sm, &snap, quiet)) return std::nullopt;
+  if (!load_snapshot_text(configs, lo, sm, &snap, quiet)) return std::nullopt;
   switch (snap.config.mode) {
     case ProxyMode::IPTables: return BackendKind::IPTables;
     case ProxyMode::NFTables: return BackendKind::NFTables;

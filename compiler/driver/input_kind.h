@@ -53,8 +53,9 @@ InputEvidence classify_text(std::string_view text, std::string name);
 bool classify_input(const std::string& path, uint64_t limit, InputEvidence* out, InputError* err);
 
 /// The mode a snapshot's KubeProxyConfiguration names (iptables when it names none), read
-/// without compiling: a snapshot whose text never says "nftables" or "ipvs" is iptables
-/// without being parsed. nullopt when it does not load (the command's own load reports why).
+/// without compiling: only the files holding a KubeProxyConfiguration are parsed, and not even
+/// those when they never say "nftables" or "ipvs". nullopt when they do not load (the
+/// command's own load reports why).
 std::optional<BackendKind> snapshot_mode(const std::string& path, uint64_t limit, const std::string& node);
 
 /// What decides the mode of one command's inputs.
