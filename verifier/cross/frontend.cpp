@@ -218,7 +218,7 @@ class IptablesFrontend : public ConcreteFrontend {
     std::optional<uint8_t> proto;
     std::optional<uint16_t> dport;
     std::string target, to_dest, comment, or_mark;
-    bool dst_local = false, invalid = false;
+    bool dst_local = false, invalid = false, mark_match = false;
     for (size_t i = 0; i + 1 < w.size(); ++i) {
       bool neg = i > 0 && w[i - 1] == "!";
       const std::string& v = w[i + 1];
@@ -230,6 +230,7 @@ class IptablesFrontend : public ConcreteFrontend {
       else if (w[i] == "--to-destination") to_dest = v;
       else if (w[i] == "--comment") comment = v;
       else if (w[i] == "--or-mark" || w[i] == "--set-xmark") or_mark = v;
+      else if (w[i] == "--mark" && !neg) mark_match = true;
       else if (w[i] == "--dst-type" && v == "LOCAL" && !neg) dst_local = true;
       else if (w[i] == "--ctstate" && v == "INVALID") invalid = true;
     }
@@ -255,6 +256,7 @@ class IptablesFrontend : public ConcreteFrontend {
     }
     if (invalid && target == "DROP") facts_.drops_invalid = true;
     if (target == "DROP" && comment == "block incoming localnet connections") facts_.blocks_localnet = true;
+    if (chain == "KUBE-FORWARD" && target == "ACCEPT" && mark_match) facts_.forward_accepts_marked = true;
     if (chain == "KUBE-MARK-MASQ" && target == "MARK" && !or_mark.empty()) {
       // --or-mark 0x4000, or iptables-save's --set-xmark 0x4000/0x4000.
       std::string v = or_mark.substr(0, or_mark.find('/'));

@@ -90,6 +90,8 @@ struct Facts {
   bool blocks_localnet = false;
   /// iptables: the bits KUBE-MARK-MASQ ors into the mark (kube-proxy's masquerade mark), 0 if none.
   uint32_t masquerade_mark = 0;
+  /// iptables: KUBE-FORWARD accepts packets carrying the masquerade mark ("kubernetes forwarding rules").
+  bool forward_accepts_marked = false;
 };
 
 using Dest = std::tuple<IPAddr, uint8_t, uint16_t>;  ///< address, protocol, port

@@ -108,6 +108,22 @@ bool clusterip_other_port(const DiffContext& c) {
   return all(*s.nft, Verdict::Reject) && routed_untranslated(*s.ipt, c, *s.ipt_facts);
 }
 
+// A routed packet that arrives already carrying the masquerade mark, to a Service that has no
+// (local) endpoints for it: iptables mode's KUBE-FORWARD accepts every packet with the mark
+// ("kubernetes forwarding rules") before KUBE-SERVICES / KUBE-EXTERNAL-SERVICES reject or drop it
+// in FORWARD; nftables mode has no such accept, so its filter chains refuse it.
+bool forward_accept_marked(const DiffContext& c) {
+  Sides s;
+  if (!sides(c, &s) || !s.ipt_facts->forward_accepts_marked || c.packet.origin == trace::Origin::Node) return false;
+  const uint32_t mm = s.ipt_facts->masquerade_mark;
+  if (mm == 0 || (c.packet.mark & mm) != mm) return false;
+  if (any_dnat(*s.ipt) || any_dnat(*s.nft)) return false;
+  bool forwarded = all(*s.ipt, Verdict::Accept) &&
+                   std::all_of(s.ipt->shares.begin(), s.ipt->shares.end(),
+                               [](const Share& x) { return x.outcome.route == "forward"; });
+  return forwarded && (all(*s.nft, Verdict::Drop) || all(*s.nft, Verdict::Reject));
+}
+
 // A packet to 127.0.0.0/8 from a source outside it: iptables mode drops it in KUBE-FIREWALL (the
 // rule kube-proxy writes with localhost NodePorts, which set route_localnet); nftables mode writes
 // no such rule (it never sets route_localnet), so its program lets the packet through.
@@ -563,6 +579,12 @@ const std::vector<KnownDifference>& known_differences() {
        "written when localhostNodePorts is on; CVE-2020-8558); pkg/proxy/nftables/README.md (no localhost NodePorts, "
        "route_localnet is not set)",
        localnet_block},
+      {"forward-accept-marked",
+       "a routed packet that arrives carrying the masquerade mark, to a Service without (local) endpoints: iptables "
+       "mode's KUBE-FORWARD accepts it before the reject/drop; nftables mode has no such accept and refuses it",
+       "kube-proxy: pkg/proxy/iptables/proxier.go (KUBE-FORWARD \"kubernetes forwarding rules\": -m mark --mark "
+       "masqueradeMark -j ACCEPT); pkg/proxy/nftables/proxier.go (no forward accept rules)",
+       forward_accept_marked},
       {"numgen-shares",
        "endpoint shares: nftables' numgen gives exactly 1/N; iptables' statistic cascade is within N*2^-31 of it",
        "kube-proxy: pkg/proxy/iptables/proxier.go (computeProbability, %0.10f); nft(8) numgen; "

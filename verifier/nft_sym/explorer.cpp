@@ -979,6 +979,10 @@ struct Explorer::Impl {
           }
         }
         Exec x = with(e, std::move(c));
+        // A named map's element comment names its Service (kube-proxy's no-endpoint-services
+        // elements carry "ns/name:port"), as the concrete tracer names it.
+        if (!s.anonymous && map->elements[i].comment)
+          add_service(x, trace::service_from_comment(*map->elements[i].comment));
         Flow f = verdict(x, v);
         after(std::move(x), f);
       }
