@@ -7,10 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build/release}
 doc=docs/capabilities.md
-tables=$("$build/bin/kpc" __capabilities)
-python3 - "$doc" "$tables" <<'PY'
-import sys
-path, tables = sys.argv[1], sys.argv[2] + "\n"
+python3 - "$doc" "$build/bin/kpc" <<'PY'
+import subprocess, sys
+path = sys.argv[1]
+tables = subprocess.run([sys.argv[2], "__capabilities"], check=True, capture_output=True, text=True).stdout
 text = open(path, encoding="utf-8").read()
 begin, end = "<!-- generated: kpc __capabilities -->\n", "<!-- end of generated part -->"
 b, e = text.index(begin) + len(begin), text.index(end)

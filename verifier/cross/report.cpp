@@ -43,8 +43,7 @@ std::string family_word(IPFamily f) { return f == IPFamily::V4 ? "IPv4" : "IPv6"
 
 std::string counts_line(const CrossResult& r) {
   size_t known = r.differences.size() - r.surprises;
-  std::string s = r.per_class ? std::to_string(r.classes) + " start classes explored (" + std::to_string(r.atoms) +
-                                    " destination atoms, both origins, every packet); " +
+  std::string s = r.per_class ? "every packet class compared (from outside and from the node); " +
                                     std::to_string(r.differences.size()) + " classes differ: " +
                                     std::to_string(known) + " known"
                               : std::to_string(r.packets) + " packets traced by both; " +

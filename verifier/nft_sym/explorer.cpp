@@ -979,8 +979,8 @@ struct Explorer::Impl {
           }
         }
         Exec x = with(e, std::move(c));
-        // A named map's element comment names its Service (kube-proxy's no-endpoint-services
-        // elements carry "ns/name:port"), as the concrete tracer names it.
+        // A map element's comment names its Service (kube-proxy's no-endpoint-services
+        // elements), as the concrete tracer names it (nft_trace: element_services).
         if (!s.anonymous && map->elements[i].comment)
           add_service(x, trace::service_from_comment(*map->elements[i].comment));
         Flow f = verdict(x, v);
