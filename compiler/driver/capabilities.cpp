@@ -129,11 +129,13 @@ const std::vector<Capability>& capabilities() {
        "diff {ex-ipvs} {new-ipvs}", 1, "not a per-class proof"},
       {"diff", "ipvs", kProgram, S, "two IPVS program sets (kpc compile --backend ipvs -o DIR), by sample",
        "diff {ipvs-dir} {ipvs-dir-new}", 1, "not a per-class proof"},
-      {"diff", "iptables → nftables", kSnapshotDir, S,
-       "across modes: kube-proxy's documented mode differences named and counted apart, every family, by sample",
-       "diff {ex} --from-backend iptables --to-backend nftables", 0, "kpc diff across modes"},
-      {"diff", "iptables → nftables", kProgram, S, "an iptables program against an nft transaction, by sample",
-       "diff {ipt} {nft}", 0, "kpc diff across modes"},
+      {"diff", "iptables → nftables", kSnapshotDir, W,
+       "across modes, per packet class: every class of both programs compared, each difference named by kube-proxy's "
+       "documented mode differences (counted apart) or reported; every family",
+       "diff {ex} --from-backend iptables --to-backend nftables", 0, "every packet class (a per-class proof)"},
+      {"diff", "iptables → nftables", kProgram, W,
+       "an iptables program against an nft transaction, per packet class, each difference classified",
+       "diff {ipt} {nft}", 0, "every packet class (a per-class proof)"},
       {"diff", "ipvs → nftables", kSnapshotDir, S, "IPVS mode against nftables mode, first packets, by sample",
        "diff {ex} --from-backend ipvs --to-backend nftables", 1, "kpc diff across modes"},
       // drift

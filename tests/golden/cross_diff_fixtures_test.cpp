@@ -1,6 +1,7 @@
 // Cross-back-end diff on kube-proxy's fixtures (issue 16 §5): each fixture snapshot that is not
 // an IPVS one is compiled with the iptables and the nftables back ends, and the two programs
-// must differ only by kube-proxy's documented mode differences (verifier/cross). Any other
+// must differ only by kube-proxy's documented mode differences (verifier/cross), packet class by
+// packet class (cross/by_class.h: every class of both programs, as `kpc diff` compares them). Any other
 // difference is a bug in one back end -- except where the snapshot configures one mode only
 // (iptables.masqueradeAll: a real change on migration, expected as a surprise below).
 #include <gtest/gtest.h>
@@ -34,7 +35,7 @@ TEST(CrossDiffFixtures, IptablesAndNftablesDifferOnlyByKnownDifferences) {
     Snapshot snap;
     if (!load_snapshot({snap_file.string()}, LoadOptions{}, sm, &snap, diags)) continue;  // invalid on purpose
     for (IPFamily f : {IPFamily::V4, IPFamily::V6}) {
-      auto run = test::cross_diff_snapshot(snap, f);
+      auto run = test::cross_diff_snapshot(snap, f, {}, {}, false, test::CrossEngine::PerClass);
       if (!run->result) continue;  // no address of the family on the node
       ++checked;
       const auto& r = *run->result;
@@ -48,6 +49,7 @@ TEST(CrossDiffFixtures, IptablesAndNftablesDifferOnlyByKnownDifferences) {
         continue;
       }
       EXPECT_EQ(r.surprises, 0u) << name << " (" << family_name(f) << ")\n" << test::surprises_text(r);
+      EXPECT_TRUE(r.self_check_failures.empty()) << name << ": " << r.self_check_failures.front();
     }
   }
   EXPECT_GT(checked, 40u);

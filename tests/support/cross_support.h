@@ -1,5 +1,5 @@
 // Cross-back-end diffs for tests (header only: the suites that include it link
-// kpc::verifier_cross): a snapshot compiled with the iptables and the nftables back ends, each
+// kpc::verifier_cross and kpc::verifier_cross_class): a snapshot compiled with the iptables and the nftables back ends, each
 // program loaded by its own verifier model and compared by verifier/cross.
 #pragma once
 
@@ -10,6 +10,7 @@
 
 #include "compiler/driver/compile.h"
 #include "compiler/driver/compile_nftables.h"
+#include "verifier/cross/by_class.h"
 #include "verifier/cross/compare.h"
 #include "verifier/nft/nft.h"
 #include "verifier/nft_trace/tracer.h"
@@ -27,11 +28,16 @@ struct CrossRun {
   std::string error;  ///< why it could not run ("" when result is set)
 };
 
+/// Which engine compares the two programs: representative packets (compare.h, the engine IPVS
+/// keeps), or every packet class (by_class.h, what `kpc diff` runs for iptables vs nftables).
+enum class CrossEngine { Sampled, PerClass };
+
 /// nft_edit: applied to the nft transaction's text before it is loaded (a deliberately broken
 /// program). local: the node's addresses (empty: what the programs name, else a stand-in).
 inline std::unique_ptr<CrossRun> cross_diff_snapshot(const Snapshot& snap, IPFamily family,
                                                      const std::function<std::string(std::string)>& nft_edit = {},
-                                                     std::vector<IPAddr> local = {}, bool kernel_numgen = false) {
+                                                     std::vector<IPAddr> local = {}, bool kernel_numgen = false,
+                                                     CrossEngine engine = CrossEngine::Sampled) {
   auto run = std::make_unique<CrossRun>();
   DiagSink d1, d2;
   auto ipt = compile_iptables(snap, family == IPFamily::V4 ? Backend::IPTables : Backend::IP6Tables, {}, d1);
@@ -63,6 +69,17 @@ inline std::unique_ptr<CrossRun> cross_diff_snapshot(const Snapshot& snap, IPFam
   run->local = local;
   auto fa = verifier::cross::make_iptables_frontend(run->ipt, local);
   auto fb = verifier::cross::make_nft_frontend(run->nft, family, local, kernel_numgen);
+  if (engine == CrossEngine::PerClass) {
+    verifier::cross::ClassSide a, b;
+    a.iptables = &run->ipt;
+    a.concrete = fa.get();
+    b.nft = &run->nft;
+    b.concrete = fb.get();
+    verifier::cross::ByClassOptions o;
+    o.local_addresses = local;
+    run->result = verifier::cross::compare_by_class(a, b, family, o);
+    return run;
+  }
   run->result = verifier::cross::compare(*fa, *fb, verifier::cross::build_space(*fa, *fb, family, local));
   return run;
 }

@@ -1,6 +1,8 @@
 // `kpc diff` across back ends (diff_cross.h): each side is loaded by its own mode's model
 // (iptables: the restore state machine; nftables: the nft transaction model), or compiled
 // from a snapshot with the driver first, then handed to verifier/cross as a concrete front end.
+// iptables and nftables programs are compared by packet class (cross/by_class.h: both symbolic
+// front ends, every class); a side in IPVS mode by representative packets (cross/compare.h).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "tools/kpc/text_layout.h"
 #include "tools/kpc/trace_ipvs.h"
 #include "tools/kpc/trace_nft.h"
+#include "verifier/cross/by_class.h"
 #include "verifier/cross/compare.h"
 #include "verifier/cross/report.h"
 #include "verifier/ipvs_trace/cross_frontend.h"
@@ -260,8 +263,23 @@ FamilyReport diff_family(const CrossDiffRequest& r, IPFamily family) {
   auto fb_later = std::async(std::launch::async, [&] { return make(b); });
   held.fa = make(a);
   held.fb = fb_later.get();
-  cross::PacketSpace space = cross::build_space(*held.fa, *held.fb, family, local);
-  held.result = cross::compare(*held.fa, *held.fb, space);
+  if (a.backend != "ipvs" && b.backend != "ipvs") {
+    // Both modes have a symbolic front end: every packet class, each difference classified.
+    auto side = [](const Side& s, const cross::ConcreteFrontend* f) {
+      cross::ClassSide c;
+      if (s.backend == "nftables") c.nft = &s.nft;
+      else c.iptables = &s.ipt;
+      c.concrete = f;
+      return c;
+    };
+    cross::ByClassOptions bo;
+    bo.local_addresses = local;
+    held.result = cross::compare_by_class(side(a, held.fa.get()), side(b, held.fb.get()), family, bo);
+  } else {
+    // IPVS has no symbolic front end: representative packets through both programs.
+    cross::PacketSpace space = cross::build_space(*held.fa, *held.fb, family, local);
+    held.result = cross::compare(*held.fa, *held.fb, space);
+  }
   const cross::CrossResult& res = held.result;
 
   cross::ReportOptions ro;
@@ -285,7 +303,7 @@ FamilyReport diff_family(const CrossDiffRequest& r, IPFamily family) {
     text.insert(text.find('\n') + 1, locals);
     out.text = r.verbose ? text : reviewer_text(text);
   }
-  out.exit = res.only_known() ? kExitOk : kExitDifferent;
+  out.exit = !res.self_check_failures.empty() ? kExitInternal : res.only_known() ? kExitOk : kExitDifferent;
   return out;
 }
 

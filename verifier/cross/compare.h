@@ -54,6 +54,17 @@ struct CrossResult {
   size_t surprises = 0;
   size_t undecided = 0;
   bool first_packets_only = false;  ///< the space held first packets only (PacketSpace)
+  /// How the packets were chosen. false: the representative packets of packets() (by sample).
+  /// true: every packet class of both programs (by_class.h): `packets` is then the witnesses
+  /// traced, one per differing class, and each cell's packet is its class's witness.
+  bool per_class = false;
+  size_t classes = 0;        ///< per_class: the classes compared (every packet, both origins)
+  size_t atoms = 0;          ///< per_class: the destination atoms explored
+  /// per_class: differing classes whose witnesses have the same mode-neutral outcome
+  /// (outcome.h: the modes spell them differently, e.g. recent lists vs affinity sets).
+  size_t same_neutral = 0;
+  /// per_class: a side's symbolic answer disagreed with its own concrete tracer (a bug in kpc).
+  std::vector<std::string> self_check_failures;
   /// Exit status: 0 when every difference is a known one, 1 otherwise.
   bool only_known() const { return surprises == 0; }
 };

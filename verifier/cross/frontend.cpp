@@ -3,6 +3,8 @@
 #include "verifier/cross/frontend.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
@@ -37,11 +39,32 @@ const char* source_kind_name(SourceKind k) {
   return "?";
 }
 
+namespace {
+// "established+dnat" (ir::CtStateBits), for states other than the three plain ones.
+std::string ct_text(uint32_t bits) {
+  static const std::pair<uint32_t, const char*> kNames[] = {{1, "invalid"},  {2, "new"},    {4, "established"},
+                                                            {8, "related"},  {16, "untracked"}, {32, "snat"},
+                                                            {64, "dnat"}};
+  std::string s;
+  for (const auto& [b, n] : kNames)
+    if (bits & b) s += (s.empty() ? "" : "+") + std::string(n);
+  return s.empty() ? std::to_string(bits) : s;
+}
+}  // namespace
+
 std::string Packet::text() const {
   std::string s = std::string(trace::proto_name(proto)) + " " + trace::host_port(dst, dport) + " from " +
                   source_kind_name(source_kind) + " " + src.str();
-  s += ctstate == 2 ? ", new" : ctstate == 4 ? ", established" : ctstate == 1 ? ", invalid" : ", ctstate " + std::to_string(ctstate);
-  if (!remembered_endpoint.empty()) s += ", client remembered for " + remembered_endpoint;
+  s += ctstate == 2 ? ", new" : ctstate == 4 ? ", established" : ctstate == 1 ? ", invalid" : ", ctstate " + ct_text(ctstate);
+  if (mark != 0) {
+    char b[16];
+    std::snprintf(b, sizeof b, "0x%x", mark);
+    s += std::string(", mark ") + b;
+  }
+  if (!remembered_endpoint.empty()) {
+    s += ", client remembered for " + remembered_endpoint;
+    if (remembered_age) s += " (seen " + std::to_string(remembered_age) + " s ago)";
+  }
   return s;
 }
 
@@ -144,10 +167,13 @@ class IptablesFrontend : public ConcreteFrontend {
     t.dport = p.dport;
     t.origin = p.origin;
     if (!p.in_iface.empty()) t.in_iface = p.in_iface;
+    if (!p.out_iface.empty()) t.out_iface = p.out_iface;
     t.in_bridge_port = "";  // routed: kube-proxy's nodes do not bridge service traffic
+    t.mark = p.mark;
     t.ctstate = p.ctstate;
     if (p.ctstate != 2) t.ctmark = 0;
     if (!p.remembered_endpoint.empty()) t.remembered = affinity_lists(p.remembered_endpoint);
+    t.remembered_age = p.remembered_age;
     std::lock_guard<std::mutex> lock(mu_);
     return from_iptables(tracer_.trace(t));
   }
@@ -191,8 +217,8 @@ class IptablesFrontend : public ConcreteFrontend {
     std::optional<CIDR> d, not_s, not_d;
     std::optional<uint8_t> proto;
     std::optional<uint16_t> dport;
-    std::string target, to_dest, comment;
-    bool dst_local = false, invalid = false;
+    std::string target, to_dest, comment, or_mark;
+    bool dst_local = false, invalid = false, mark_match = false;
     for (size_t i = 0; i + 1 < w.size(); ++i) {
       bool neg = i > 0 && w[i - 1] == "!";
       const std::string& v = w[i + 1];
@@ -203,6 +229,8 @@ class IptablesFrontend : public ConcreteFrontend {
       else if (w[i] == "-j") target = v;
       else if (w[i] == "--to-destination") to_dest = v;
       else if (w[i] == "--comment") comment = v;
+      else if (w[i] == "--or-mark" || w[i] == "--set-xmark") or_mark = v;
+      else if (w[i] == "--mark" && !neg) mark_match = true;
       else if (w[i] == "--dst-type" && v == "LOCAL" && !neg) dst_local = true;
       else if (w[i] == "--ctstate" && v == "INVALID") invalid = true;
     }
@@ -227,6 +255,15 @@ class IptablesFrontend : public ConcreteFrontend {
       }
     }
     if (invalid && target == "DROP") facts_.drops_invalid = true;
+    if (target == "DROP" && comment == "block incoming localnet connections") facts_.blocks_localnet = true;
+    if (chain == "KUBE-FORWARD" && target == "ACCEPT" && mark_match) facts_.forward_accepts_marked = true;
+    if (chain == "KUBE-MARK-MASQ" && target == "MARK" && !or_mark.empty()) {
+      // --or-mark 0x4000, or iptables-save's --set-xmark 0x4000/0x4000.
+      std::string v = or_mark.substr(0, or_mark.find('/'));
+      char* end = nullptr;
+      unsigned long m = std::strtoul(v.c_str(), &end, 0);
+      if (end && *end == '\0' && m <= 0xffffffffu) facts_.masquerade_mark = static_cast<uint32_t>(m);
+    }
   }
 
   const RulesetState& state_;
@@ -270,7 +307,10 @@ class NftFrontend : public ConcreteFrontend {
     t.dport = p.dport;
     t.origin = p.origin;
     if (!p.in_iface.empty()) t.in_iface = p.in_iface;
+    if (!p.out_iface.empty()) t.out_iface = p.out_iface;
+    t.mark = p.mark;
     t.ctstate = p.ctstate;
+    t.remembered_age = p.remembered_age;
     std::lock_guard<std::mutex> lock(mu_);
     if (!p.remembered_endpoint.empty()) {
       auto it = affinity_.find(p.remembered_endpoint);

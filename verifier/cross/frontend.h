@@ -67,6 +67,9 @@ struct Packet {
   /// Session affinity: "" a new client; else the "ip:port" of the endpoint the client is
   /// remembered for (each front end resolves it to its own affinity lists / sets).
   std::string remembered_endpoint;
+  uint32_t remembered_age = 0;  ///< seconds since the remembered client was last seen
+  uint32_t mark = 0;            ///< the mark the packet arrives with
+  std::string out_iface;        ///< the interface routing sends it out of ("" not given)
   DestKind dest_kind = DestKind::Unnamed;
   SourceKind source_kind = SourceKind::External;
   std::string label;        ///< the service a program names for this destination ("" none)
@@ -83,6 +86,12 @@ struct Facts {
   std::vector<CIDR> service_cidrs;   ///< nft: "Drop traffic to unallocated ClusterIPs"
   bool drops_invalid = false;        ///< iptables: KUBE-FORWARD -m conntrack --ctstate INVALID -j DROP
   std::vector<IPAddr> cluster_ips;   ///< ipvs: the addresses of the KUBE-CLUSTER-IP set (ClusterIPs), sorted, unique
+  /// iptables: KUBE-FIREWALL's "block incoming localnet connections" DROP (-d 127.0.0.0/8 ! -s 127.0.0.0/8).
+  bool blocks_localnet = false;
+  /// iptables: the bits KUBE-MARK-MASQ ors into the mark (kube-proxy's masquerade mark), 0 if none.
+  uint32_t masquerade_mark = 0;
+  /// iptables: KUBE-FORWARD accepts packets carrying the masquerade mark ("kubernetes forwarding rules").
+  bool forward_accepts_marked = false;
 };
 
 using Dest = std::tuple<IPAddr, uint8_t, uint16_t>;  ///< address, protocol, port

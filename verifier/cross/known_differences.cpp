@@ -38,13 +38,24 @@ bool untranslated_accept(const Distribution& d) {
          std::none_of(d.shares.begin(), d.shares.end(), [](const Share& s) { return s.outcome.masquerade; });
 }
 
+// untranslated_accept, for a packet that may arrive already carrying kube-proxy's masquerade mark
+// (a packet class's witness may; the representative packets never do): KUBE-POSTROUTING (iptables)
+// and the masquerading chain (nftables) masquerade every routed packet with that mark, Service or
+// not, so a masquerade is then the mark's, not a Service's. Nothing else is allowed.
+bool routed_untranslated(const Distribution& d, const DiffContext& c, const Facts& ipt_facts) {
+  const uint32_t mm = ipt_facts.masquerade_mark;
+  if (mm == 0 || (c.packet.mark & mm) != mm) return untranslated_accept(d);
+  return all(d, Verdict::Accept) && !any_dnat(d);
+}
+
 bool nodeport_addresses(const DiffContext& c) {
   Sides s;
   if (!sides(c, &s) || c.packet.dest_kind != DestKind::NodePort) return false;
   const auto& allowed = s.nft_facts->nodeport_addresses;
   if (!allowed || std::find(allowed->begin(), allowed->end(), c.packet.dst) != allowed->end()) return false;
   if (s.ipt_facts->nodeport_addresses) return false;  // iptables restricted too: not this difference
-  return s.ipt->decided() && !untranslated_accept(*s.ipt) && untranslated_accept(*s.nft);
+  return s.ipt->decided() && !routed_untranslated(*s.ipt, c, *s.ipt_facts) &&
+         routed_untranslated(*s.nft, c, *s.ipt_facts);
 }
 
 // iptables serves NodePorts on 127.0.0.1 when localhost NodePorts are on (DNAT), and its filter
@@ -53,7 +64,7 @@ bool nodeport_addresses(const DiffContext& c) {
 bool localhost_nodeports(const DiffContext& c) {
   Sides s;
   if (!sides(c, &s) || c.packet.dest_kind != DestKind::LocalhostNodePort) return false;
-  if (!s.ipt->decided() || !untranslated_accept(*s.nft)) return false;
+  if (!s.ipt->decided() || !routed_untranslated(*s.nft, c, *s.ipt_facts)) return false;
   return (s.ipt_facts->localhost_nodeports && any_dnat(*s.ipt)) || all(*s.ipt, Verdict::Reject) ||
          all(*s.ipt, Verdict::Drop);
 }
@@ -65,7 +76,7 @@ bool no_endpoints_external_from_node(const DiffContext& c) {
   Sides s;
   if (!sides(c, &s) || c.packet.source_kind != SourceKind::Node) return false;
   if (c.packet.dest_kind != DestKind::Service && c.packet.dest_kind != DestKind::NodePort) return false;
-  return (all(*s.nft, Verdict::Reject) || all(*s.nft, Verdict::Drop)) && untranslated_accept(*s.ipt);
+  return (all(*s.nft, Verdict::Reject) || all(*s.nft, Verdict::Drop)) && routed_untranslated(*s.ipt, c, *s.ipt_facts);
 }
 
 // A load-balancer IP with loadBalancerSourceRanges, a Service without endpoints, a source outside
@@ -88,13 +99,39 @@ bool unallocated_clusterip(const DiffContext& c) {
   if (!sides(c, &s) || c.packet.dest_kind != DestKind::ServiceRange) return false;
   bool in_range = std::any_of(s.nft_facts->service_cidrs.begin(), s.nft_facts->service_cidrs.end(),
                               [&](const CIDR& r) { return r.contains(c.packet.dst); });
-  return in_range && all(*s.nft, Verdict::Drop) && untranslated_accept(*s.ipt);
+  return in_range && all(*s.nft, Verdict::Drop) && routed_untranslated(*s.ipt, c, *s.ipt_facts);
 }
 
 bool clusterip_other_port(const DiffContext& c) {
   Sides s;
   if (!sides(c, &s) || c.packet.dest_kind != DestKind::ServiceOtherPort) return false;
-  return all(*s.nft, Verdict::Reject) && untranslated_accept(*s.ipt);
+  return all(*s.nft, Verdict::Reject) && routed_untranslated(*s.ipt, c, *s.ipt_facts);
+}
+
+// A routed packet that arrives already carrying the masquerade mark, to a Service that has no
+// (local) endpoints for it: iptables mode's KUBE-FORWARD accepts every packet with the mark
+// ("kubernetes forwarding rules") before KUBE-SERVICES / KUBE-EXTERNAL-SERVICES reject or drop it
+// in FORWARD; nftables mode has no such accept, so its filter chains refuse it.
+bool forward_accept_marked(const DiffContext& c) {
+  Sides s;
+  if (!sides(c, &s) || !s.ipt_facts->forward_accepts_marked || c.packet.origin == trace::Origin::Node) return false;
+  const uint32_t mm = s.ipt_facts->masquerade_mark;
+  if (mm == 0 || (c.packet.mark & mm) != mm) return false;
+  if (any_dnat(*s.ipt) || any_dnat(*s.nft)) return false;
+  bool forwarded = all(*s.ipt, Verdict::Accept) &&
+                   std::all_of(s.ipt->shares.begin(), s.ipt->shares.end(),
+                               [](const Share& x) { return x.outcome.route == "forward"; });
+  return forwarded && (all(*s.nft, Verdict::Drop) || all(*s.nft, Verdict::Reject));
+}
+
+// A packet to 127.0.0.0/8 from a source outside it: iptables mode drops it in KUBE-FIREWALL (the
+// rule kube-proxy writes with localhost NodePorts, which set route_localnet); nftables mode writes
+// no such rule (it never sets route_localnet), so its program lets the packet through.
+bool localnet_block(const DiffContext& c) {
+  Sides s;
+  if (!sides(c, &s) || !s.ipt_facts->blocks_localnet || c.packet.dst.family != IPFamily::V4) return false;
+  if (c.packet.dst.bytes[0] != 127 || c.packet.src.bytes[0] == 127) return false;
+  return all(*s.ipt, Verdict::Drop) && s.nft->decided() && !all(*s.nft, Verdict::Drop);
 }
 
 // Same outcomes; each probability within k * 2^-31 of the other (k: the number of shares).
@@ -535,6 +572,19 @@ const std::vector<KnownDifference>& known_differences() {
        "kube-proxy: pkg/proxy/nftables/proxier.go (cluster-ips-check, \"Reject traffic to invalid ports of "
        "ClusterIPs\")",
        clusterip_other_port},
+      {"localnet-block",
+       "a packet to 127.0.0.0/8 from a source outside it: iptables mode drops it (KUBE-FIREWALL, kept with "
+       "localhost NodePorts, which turn on route_localnet); nftables mode has no such rule (nor localhost NodePorts)",
+       "kube-proxy: pkg/proxy/iptables/proxier.go (KUBE-FIREWALL \"block incoming localnet connections\", "
+       "written when localhostNodePorts is on; CVE-2020-8558); pkg/proxy/nftables/README.md (no localhost NodePorts, "
+       "route_localnet is not set)",
+       localnet_block},
+      {"forward-accept-marked",
+       "a routed packet that arrives carrying the masquerade mark, to a Service without (local) endpoints: iptables "
+       "mode's KUBE-FORWARD accepts it before the reject/drop; nftables mode has no such accept and refuses it",
+       "kube-proxy: pkg/proxy/iptables/proxier.go (KUBE-FORWARD \"kubernetes forwarding rules\": -m mark --mark "
+       "masqueradeMark -j ACCEPT); pkg/proxy/nftables/proxier.go (no forward accept rules)",
+       forward_accept_marked},
       {"numgen-shares",
        "endpoint shares: nftables' numgen gives exactly 1/N; iptables' statistic cascade is within N*2^-31 of it",
        "kube-proxy: pkg/proxy/iptables/proxier.go (computeProbability, %0.10f); nft(8) numgen; "

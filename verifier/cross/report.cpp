@@ -15,6 +15,13 @@ const char* const kCoverageNote =
     "the endpoint itself (hairpin) and localhost; new, established and invalid packets; new and "
     "remembered affinity clients. Other packets to the same destinations are not covered.";
 
+const char* const kClassCoverageNote =
+    "This is a per-class proof: both programs were explored packet class by packet class over every "
+    "destination atom either names (addresses, protocols, ports, interfaces, conntrack states, marks, "
+    "remembered affinity clients), from outside and from the node; every class whose outcomes differ was "
+    "traced through both programs with its witness packet and named by the documented mode difference "
+    "that explains it, or reported as not known.";
+
 const char* const kFirstPacketsNote =
     "First packets only: one side is IPVS, whose later packets of a connection follow its connection "
     "table (ip_vs_conn_in_get), which no program holds; established and invalid packets were not traced.";
@@ -36,8 +43,12 @@ std::string family_word(IPFamily f) { return f == IPFamily::V4 ? "IPv4" : "IPv6"
 
 std::string counts_line(const CrossResult& r) {
   size_t known = r.differences.size() - r.surprises;
-  std::string s = std::to_string(r.packets) + " packets traced by both; " + std::to_string(r.differences.size()) +
-                  " differ: " + std::to_string(known) + " known";
+  std::string s = r.per_class ? "every packet class compared (from outside and from the node); " +
+                                    std::to_string(r.differences.size()) + " classes differ: " +
+                                    std::to_string(known) + " known"
+                              : std::to_string(r.packets) + " packets traced by both; " +
+                                    std::to_string(r.differences.size()) + " differ: " + std::to_string(known) +
+                                    " known";
   if (!r.known_counts.empty()) {
     s += " (";
     bool first = true;
@@ -50,6 +61,14 @@ std::string counts_line(const CrossResult& r) {
   s += ", " + std::to_string(r.surprises) + " not known";
   if (r.undecided) s += " (" + std::to_string(r.undecided) + " undecided)";
   return s;
+}
+
+// What a service's count counts: packets traced, or differing classes.
+const char* unit(const CrossResult& r) { return r.per_class ? " differing classes, " : " packets, "; }
+
+std::string coverage(const CrossResult& r) {
+  if (r.per_class) return kClassCoverageNote;
+  return r.first_packets_only ? std::string(kCoverageNote) + " " + kFirstPacketsNote : kCoverageNote;
 }
 
 
@@ -107,10 +126,16 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
   // (the same-mode diff compares packet classes); the second what that covers.
   std::string out = "kpc diff across modes: " + o.name_a + " (" + r.backend_a + ") -> " + o.name_b + " (" +
                     r.backend_b + "), " + family_word(r.family) + "\n";
-  out += "coverage: representative packets traced through both programs, not a per-class proof\n";
+  out += r.per_class ? "coverage: every packet class (a per-class proof), each difference classified\n"
+                     : "coverage: representative packets traced through both programs, not a per-class proof\n";
   out += counts_line(r) + "\n";
+  if (r.per_class && r.same_neutral)
+    out += "(" + std::to_string(r.same_neutral) +
+           " more classes differ only in how each mode spells the same outcome: recent lists and affinity sets, "
+           "statistic and numgen shares)\n";
+  for (const auto& f : r.self_check_failures) out += "internal error (a symbolic front end and its tracer disagree): " + f + "\n";
   if (r.first_packets_only) out += std::string(kFirstPacketsNote) + "\n";
-  if (o.verbose) out += std::string(kCoverageNote) + "\n";
+  if (o.verbose) out += std::string(r.per_class ? kClassCoverageNote : kCoverageNote) + "\n";
   out += r.surprises == 0 ? "verdict: every difference is a documented difference between the modes\n"
                           : "verdict: differences that are not documented between the modes\n";
   // Each service's cells in the order compare() found them, gathered once (looking through every
@@ -122,7 +147,7 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
     if (sum.known == 0 && sum.surprises == 0) continue;
     if (!any) out += "\nby service:\n";
     any = true;
-    out += "  " + svc + ": " + std::to_string(sum.packets) + " packets, " + std::to_string(sum.surprises) +
+    out += "  " + svc + ": " + std::to_string(sum.packets) + unit(r) + std::to_string(sum.surprises) +
            " not known, " + std::to_string(sum.known) + " known";
     if (!sum.by_known.empty()) {
       out += " (";
@@ -175,11 +200,13 @@ std::string cross_text(const CrossResult& r, const ReportOptions& o) {
 std::string cross_markdown(const CrossResult& r, const ReportOptions& o) {
   std::string out = "### kpc diff across modes: `" + o.name_a + "` (" + r.backend_a + ") → `" + o.name_b + "` (" +
                     r.backend_b + "), " + family_word(r.family) + "\n\n";
-  out += counts_line(r) + " (representative packets per destination, not a per-class proof).\n\n";
+  out += counts_line(r) + (r.per_class ? " (every packet class, a per-class proof).\n\n"
+                                       : " (representative packets per destination, not a per-class proof).\n\n");
   if (r.first_packets_only) out += std::string(kFirstPacketsNote) + "\n\n";
   out += r.surprises == 0 ? "**Every difference is a documented difference between kube-proxy's modes.**\n\n"
                           : "**Differences that are not documented between the modes: read them.**\n\n";
-  out += "| Service | packets | not known | known |\n|---|---:|---:|---|\n";
+  out += r.per_class ? "| Service | differing classes | not known | known |\n|---|---:|---:|---|\n"
+                     : "| Service | packets | not known | known |\n|---|---:|---:|---|\n";
   for (const auto& [svc, sum] : r.services) {
     if (sum.known == 0 && sum.surprises == 0) continue;
     std::string k;
@@ -210,8 +237,15 @@ nlohmann::ordered_json cross_json(const CrossResult& r, const ReportOptions& o) 
   j["a"] = {{"input", o.name_a}, {"backend", r.backend_a}};
   j["b"] = {{"input", o.name_b}, {"backend", r.backend_b}};
   j["family"] = family_word(r.family);
-  j["coverage"] = r.first_packets_only ? std::string(kCoverageNote) + " " + kFirstPacketsNote : kCoverageNote;
+  j["coverage"] = coverage(r);
+  j["engine"] = r.per_class ? "per-class" : "sampled";
   j["packets"] = r.packets;
+  if (r.per_class) {
+    j["classes"] = r.classes;
+    j["atoms"] = r.atoms;
+    j["same_neutral"] = r.same_neutral;
+    j["self_check_failures"] = r.self_check_failures;
+  }
   j["only_known"] = r.only_known();
   j["surprises"] = r.surprises;
   j["undecided"] = r.undecided;

@@ -23,6 +23,8 @@ nlohmann::ordered_json cross_json(const CrossResult& r, const ReportOptions& o);
 
 /// What the check covers, in one paragraph (text and docs use the same words).
 extern const char* const kCoverageNote;
+/// What the by-class engine (by_class.h, CrossResult::per_class) covers.
+extern const char* const kClassCoverageNote;
 /// Added when the space held first packets only (an IPVS side: PacketSpace::first_packets_only).
 extern const char* const kFirstPacketsNote;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <memory>
 
 #include "verifier/nft_sym/explorer.h"
 #include "verifier/nft_trace/tracer.h"
@@ -126,6 +127,10 @@ class NftSide : public sem::CompareSide {
 };
 
 }  // namespace
+
+std::unique_ptr<sem::CompareSide> make_side(const nft::NftState& state, Universe& u, const sem::CompareOptions& opt) {
+  return std::make_unique<NftSide>(state, u, opt);
+}
 
 std::vector<IPFamily> families(const nft::NftState& a, const nft::NftState& b) {
   std::vector<IPFamily> out;

@@ -525,12 +525,15 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
           // Attribution from this class's own leaves on each side: the services named
           // on the paths that hold the witness, as the concrete tracer names them. For
           // every class, listed or not, so that the report counts every service.
-          std::vector<std::string> services;
-          for (const SideLeaves* leaves : {&sa, &sb})
-            leaves->for_each_meeting(pt, u, [&](const Leaf& l) {
-              for (uint32_t sv : l.services)
+          std::vector<std::string> services, side_services[2];
+          for (int side = 0; side < 2; ++side)
+            (side ? sb : sa).for_each_meeting(pt, u, [&](const Leaf& l) {
+              for (uint32_t sv : l.services) {
                 if (std::find(services.begin(), services.end(), u.services[sv]) == services.end())
                   services.push_back(u.services[sv]);
+                auto& mine = side_services[side];
+                if (std::find(mine.begin(), mine.end(), u.services[sv]) == mine.end()) mine.push_back(u.services[sv]);
+              }
             });
           service_keys.insert(services.empty() ? std::string() : services[0]);
           if (res.differences.size() >= opt.max_reported) continue;
@@ -555,9 +558,9 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
           ++traced_here;
           ++traced_total;
           d.traced = true;
-          std::vector<std::string> named;
-          auto sha = ea.trace(d.witness_a, &named, &d.path_before);
-          auto shb = eb.trace(d.witness_b, &named, &d.path_after);
+          std::vector<std::string> named_a, named_b;
+          auto sha = ea.trace(d.witness_a, &named_a, &d.path_before);
+          auto shb = eb.trace(d.witness_b, &named_b, &d.path_after);
           // The concrete tracer cannot evaluate predicates: no self-check across them.
           if (dep) {
             res.differences.push_back(std::move(d));
@@ -569,14 +572,25 @@ CompareResult compare_sides(const Universe& u, CompareSide& ea, CompareSide& eb,
             if (!same_decided(d.after, shb))
               res.self_check_failures.push_back("after: symbolic and concrete outcomes disagree for " + d.witness_text);
           }
-          // The tracer must name exactly the services the class is filed under.
+          // Each side's tracer must name exactly the services that side's leaves name (the class
+          // is filed under both sides' services).
           auto sorted = [](std::vector<std::string> v) {
             std::sort(v.begin(), v.end());
             return v;
           };
-          if (sorted(named) != sorted(d.services))
-            res.self_check_failures.push_back("services: the symbolic paths and the concrete tracer name different "
-                                              "services for " + d.witness_text);
+          auto list = [](const std::vector<std::string>& v) {
+            std::string t;
+            for (const auto& x : v) t += (t.empty() ? "" : ", ") + (x.empty() ? std::string("\"\"") : x);
+            return t.empty() ? std::string("none") : t;
+          };
+          for (int side = 0; side < 2; ++side) {
+            auto sym = sorted(side_services[side]), con = sorted(side ? named_b : named_a);
+            if (sym != con)
+              res.self_check_failures.push_back(std::string(side ? "after" : "before") +
+                                                ": the symbolic paths and the concrete tracer name different "
+                                                "services for " + d.witness_text + " (symbolic: " + list(sym) +
+                                                "; concrete: " + list(con) + ")");
+          }
           res.differences.push_back(std::move(d));
         }
     }

@@ -38,7 +38,9 @@ size_t Universe::atom_of(u128 a) const {
   return static_cast<size_t>(it - dst_cuts.begin()) - 1;
 }
 
-uint32_t Universe::affinity_id(const std::string& key) {
+uint32_t Universe::affinity_id(const std::string& key_given) {
+  auto alias = affinity_alias.find(key_given);
+  const std::string& key = alias == affinity_alias.end() ? key_given : alias->second;
   auto [it, added] = affinity_index.emplace(key, static_cast<uint32_t>(affinity_keys.size()));
   if (added) affinity_keys.push_back(key);
   return it->second;

@@ -34,6 +34,11 @@ struct Universe {
   std::vector<std::string> affinity_keys = {"(new client)"};  ///< id -> canonical key
   std::vector<u128> dst_cuts;        ///< sorted starts of the destination atoms (first is 0)
   std::unordered_map<std::string, uint32_t> affinity_index;  ///< key -> id (ids 1...)
+  /// Keys that name one client record of another key (affinity_id interns the other): two
+  /// programs of different modes remember the same client ("this client keeps going to
+  /// ns/svc:port's endpoint ip:port") in records each names its own way. Set before any
+  /// front end interns its keys.
+  std::unordered_map<std::string, std::string> affinity_alias;
   std::vector<uint32_t> age_cuts;    ///< sorted distinct affinity timeouts in seconds (at most 63)
   const ipset::Table* ipsets = nullptr;  ///< the node's ipsets (`--ipsets`): -m set is modelled
   /// Unknown-but-deterministic tests (PacketClass::pred_*), at most 64: what each says.

@@ -1,6 +1,7 @@
 #include "verifier/symbolic/compare.h"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -125,6 +126,10 @@ class IptablesSide : public CompareSide {
 };
 
 }  // namespace
+
+std::unique_ptr<CompareSide> make_side(const RulesetState& state, Universe& u, const CompareOptions& opt) {
+  return std::make_unique<IptablesSide>(state, u, opt);
+}
 
 PacketClass point_class(const trace::Packet& p, const Universe& u, const Engine& e) {
   return sem::point_class(p, u, p.remembered.empty() ? 0 : e.client_id(p.remembered[0]));

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "verifier/sem/compare.h"
@@ -25,6 +26,12 @@ namespace kpc::verifier::symbolic {
 
 sem::CompareResult compare_states(const RulesetState& before, const RulesetState& after,
                                   const sem::CompareOptions& options);
+
+/// The iptables side of a comparison (its engine and the reference tracer) over a universe
+/// built over (at least) this state; the engine interns the state's affinity keys into it.
+/// For comparisons other than compare_states' (a program of another mode on the other side).
+std::unique_ptr<sem::CompareSide> make_side(const RulesetState& state, sem::Universe& u,
+                                            const sem::CompareOptions& options);
 
 /// The class of exactly one concrete packet (its interfaces must be universe atoms;
 /// its remembered lists, if any, must name one list the engine knows).
