@@ -253,3 +253,28 @@ TEST(InputKind, ResolutionOrder) {
 
 }  // namespace
 }  // namespace kpc
+
+namespace kpc {
+namespace {
+
+// The cross-mode engine is chosen in the open: --cross-engine sample says so on the coverage line;
+// per-class (the default for programs this small) says it is a per-class proof.
+TEST(InputForms, CrossEngineIsSaid) {
+  std::string dir = test::temp_dir("forms-engine");
+  std::string ipt = compile(test::source_path("fixtures/example"), "iptables", dir + "/a.restore");
+  std::string nft = compile(test::source_path("fixtures/example"), "nftables", dir + "/b.nft");
+  auto sampled = run({kpc(), "diff", ipt, nft, "--cross-engine", "sample"});
+  EXPECT_EQ(sampled.exit_code, 0) << sampled.err;
+  EXPECT_NE(sampled.out.find("not a per-class proof"), std::string::npos) << sampled.out;
+  EXPECT_NE(sampled.out.find("by sample, as --cross-engine sample asks"), std::string::npos) << sampled.out;
+  auto by_class = run({kpc(), "diff", ipt, nft});
+  EXPECT_EQ(by_class.exit_code, 0) << by_class.err;
+  EXPECT_NE(by_class.out.find("a per-class proof"), std::string::npos) << by_class.out;
+  auto json = run({kpc(), "diff", ipt, nft, "--cross-engine", "sample", "--format", "json"});
+  EXPECT_EQ(nlohmann::json::parse(json.out)["engine_note"], "by sample, as --cross-engine sample asks");
+  auto same_mode = run({kpc(), "diff", ipt, ipt, "--cross-engine", "sample"});
+  EXPECT_EQ(same_mode.exit_code, 2);  // a flag for a diff across modes only
+}
+
+}  // namespace
+}  // namespace kpc

@@ -43,6 +43,7 @@ struct DiffOptions {
   std::string from_backend, to_backend;
   bool show_known = false;
   std::string numgen = "nominal";
+  std::string cross_engine = "auto";
 };
 
 int run_nft(const DiffOptions& o) {
@@ -79,6 +80,7 @@ CrossDiffRequest cross_request(const DiffOptions& o) {
   r.node = o.node;
   r.flavor = o.flavor;
   r.jumps = o.jumps;
+  r.engine = o.cross_engine;
   return r;
 }
 
@@ -177,8 +179,8 @@ int run(const DiffOptions& o) {
 int dispatch(DiffOptions& o, CLI::App* cmd) {
   CrossDiffRequest cross = cross_request(o);
   auto refuse_cross_flags = [&]() {
-    if (o.show_known || cmd->count("--numgen")) {
-      print_error("kpc diff: --show-known and --numgen are for a diff across modes (--from-backend/--to-backend, "
+    if (o.show_known || cmd->count("--numgen") || cmd->count("--cross-engine")) {
+      print_error("kpc diff: --show-known, --numgen and --cross-engine are for a diff across modes (--from-backend/--to-backend, "
                   "or two programs of different modes)");
       return true;
     }
@@ -262,6 +264,12 @@ void add_diff(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"iptables", "nftables", "ipvs"}));
   cmd->add_option("--to-backend", o->to_backend, "across back ends: the new side's mode")
       ->check(CLI::IsMember({"iptables", "nftables", "ipvs"}));
+  cmd->add_option("--cross-engine", o->cross_engine,
+                  "across modes: per-class (every packet class through both symbolic front ends; iptables and "
+                  "nftables only), sample (representative packets through the concrete tracers), or auto (per class "
+                  "up to 20,000 rules a side, by sample above; the report says which)")
+      ->check(CLI::IsMember({"auto", "per-class", "sample"}))
+      ->capture_default_str();
   cmd->add_flag("--show-known", o->show_known,
                 "across back ends: list kube-proxy's documented mode differences, with counts, sources and an example each");
   cmd->add_option("--numgen", o->numgen,

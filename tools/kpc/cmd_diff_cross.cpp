@@ -263,7 +263,33 @@ FamilyReport diff_family(const CrossDiffRequest& r, IPFamily family) {
   auto fb_later = std::async(std::launch::async, [&] { return make(b); });
   held.fa = make(a);
   held.fb = fb_later.get();
-  if (a.backend != "ipvs" && b.backend != "ipvs") {
+  // The engine: per class where both modes have a symbolic front end, unless --cross-engine says
+  // otherwise or (auto) a side is too large for it; the report says which and why.
+  auto rules_of = [](const Side& s) {
+    size_t n = 0;
+    if (s.backend == "nftables") {
+      for (const auto& t : s.nft.tables)
+        for (const auto& c : t.chains) n += c.rules.size();
+    } else {
+      for (const auto& t : s.ipt.tables) n += t.rule_count();
+    }
+    return n;
+  };
+  const bool symbolic_both = a.backend != "ipvs" && b.backend != "ipvs";
+  std::string engine_note;
+  bool per_class = symbolic_both && r.engine != "sample";
+  if (per_class && r.engine == "auto") {
+    size_t most = std::max(rules_of(a), rules_of(b));
+    if (most > kAutoPerClassRules) {
+      per_class = false;
+      engine_note = "by sample: a side has " + std::to_string(most) + " rules (more than " +
+                    std::to_string(kAutoPerClassRules) + "), where the per-class comparison takes minutes and GBs; "
+                    "--cross-engine per-class forces it";
+    }
+  } else if (symbolic_both && r.engine == "sample") {
+    engine_note = "by sample, as --cross-engine sample asks";
+  }
+  if (per_class) {
     // Both modes have a symbolic front end: every packet class, each difference classified.
     auto side = [](const Side& s, const cross::ConcreteFrontend* f) {
       cross::ClassSide c;
@@ -293,14 +319,20 @@ FamilyReport diff_family(const CrossDiffRequest& r, IPFamily family) {
     nlohmann::ordered_json la = nlohmann::ordered_json::array();
     for (const auto& x : local) la.push_back(x.str());
     out.json["local_addresses"] = la;
+    out.json["engine_note"] = engine_note.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(engine_note);
   } else if (r.format == "markdown") {
     out.text = cross::cross_markdown(res, ro);
+    if (!engine_note.empty()) out.text.insert(out.text.find("\n\n") + 2, "Coverage: " + engine_note + ".\n\n");
   } else {
     std::string text = cross::cross_text(res, ro);
     std::string locals = "local addresses:";
     for (const auto& x : local) locals += " " + x.str();
     locals += r.kernel_numgen ? "; numgen shares: the kernel's split\n" : "; numgen shares: nominal 1/N\n";
     text.insert(text.find('\n') + 1, locals);
+    if (!engine_note.empty()) {  // right after the coverage line
+      size_t cov = text.find("coverage: ");
+      if (cov != std::string::npos) text.insert(text.find('\n', cov) + 1, "  (" + engine_note + ")\n");
+    }
     out.text = r.verbose ? text : reviewer_text(text);
   }
   out.exit = !res.self_check_failures.empty() ? kExitInternal : res.only_known() ? kExitOk : kExitDifferent;

@@ -19,7 +19,14 @@ struct CrossDiffRequest {
   std::vector<std::string> local_addresses;
   uint64_t max_input_size = 0;
   std::string node, flavor = "legacy", jumps = "auto";
+  /// --cross-engine: per-class (both symbolic front ends), sample (representative packets), or
+  /// auto: per class up to kAutoPerClassRules rules a side, by sample above, said in the report.
+  std::string engine = "auto";
 };
+
+/// auto's bound: a side with more rules is compared by sample (at 10,000 Services, ~400,000
+/// iptables rules, the per-class comparison takes minutes and ~10 GB; docs/performance.md).
+inline constexpr size_t kAutoPerClassRules = 20000;
 
 /// Runs it: 0 every difference is a known one, 1 any other (or undecided), 2 error.
 int run_diff_cross(const CrossDiffRequest& r);
