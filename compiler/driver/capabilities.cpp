@@ -131,7 +131,8 @@ const std::vector<Capability>& capabilities() {
        "diff {ipvs-dir} {ipvs-dir-new}", 1, "not a per-class proof"},
       {"diff", "iptables → nftables", kSnapshotDir, W,
        "across modes, per packet class: every class of both programs compared, each difference named by kube-proxy's "
-       "documented mode differences (counted apart) or reported; every family",
+       "documented mode differences (counted apart) or reported; every family (above 20,000 rules a side by "
+       "sample unless --cross-engine per-class, said on the coverage line)",
        "diff {ex} --from-backend iptables --to-backend nftables", 0, "every packet class (a per-class proof)"},
       {"diff", "iptables → nftables", kProgram, W,
        "an iptables program against an nft transaction, per packet class, each difference classified",
