@@ -115,6 +115,14 @@ step "$KPC" compile "$OUT/next" --backend nftables -o "$OUT/nft-next-full.nft"
 step "$KPC" verify --state "$OUT/nftables.nft" --partial "$OUT/nft-partial.nft" --full "$OUT/nft-next-full.nft" \
   --allow-equivalent | head -n 8
 
+printf '\nkpc drift on an nftables node (its kube-proxy tables only): the node still runs the example,\n'
+printf 'the snapshot moved on; the repair transaction comes with -o (exit 1 = drift). A pipe gives the same answer:\n'
+"$KPC" simulate "$OUT/nftables.nft" > "$OUT/node.nft"
+set +e
+step "$KPC" drift "$OUT/next" --state "$OUT/node.nft" -o "$OUT/nft-repair.nft" | head -n 12
+step "$KPC" diff "$OUT/nftables.nft" <("$KPC" compile "$OUT/next" --backend nftables) | head -n 6
+set -e
+
 printf '\nMoving this node from iptables to nftables mode: what changes, per Service, by behaviour; kube-proxy'"'"'s\n'
 printf 'documented mode differences are named as such (exit 0 when nothing else differs):\n'
 set +e
